@@ -1,0 +1,49 @@
+import { systemClock } from "../clock.js";
+import { isLoopback, type ServeConfig } from "../config.js";
+import { startServer } from "../grpc/server.js";
+import { createLogger } from "../logger.js";
+import { openDatabase } from "../store/sqlite/open-database.js";
+import { createSqliteStore } from "../store/sqlite/sqlite-store.js";
+
+/** `reqlog serve`: open the database, serve until SIGTERM/SIGINT, then shut down gracefully. */
+export async function serve(config: ServeConfig): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  if (!isLoopback(config.listen)) {
+    if (!config.allowRemoteWithoutAuth) {
+      throw new Error(
+        `refusing to listen on ${config.listen}: a non-loopback address needs access tokens; ` +
+          "listen on 127.0.0.1, or pass --allow-remote-without-auth to serve anyone who can connect",
+      );
+    }
+    logger.warn(
+      { listen: config.listen },
+      "SERVING WITHOUT AUTHENTICATION on a non-loopback address: anyone who can connect can read and write all logs",
+    );
+  }
+  const db = openDatabase({ path: config.db, sync: config.sync });
+  const store = createSqliteStore(db, systemClock);
+  const server = await startServer(
+    { store, limits: config.limits },
+    { listen: config.listen, shutdownTimeoutMs: config.shutdownTimeoutMs, logger },
+  ).catch(async (err: unknown) => {
+    await store.close();
+    throw err;
+  });
+  logger.info({ address: server.address, db: config.db, sync: config.sync }, "reqlog serving");
+
+  const stop = (signal: string) => {
+    logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutting down");
+    server.shutdown().then(
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+}

@@ -1,0 +1,56 @@
+import ms from "ms";
+import { defaultLimits, type Limits } from "./limits.js";
+import type { SyncMode } from "./store/sqlite/open-database.js";
+
+/** Everything `reqlog serve` is configured with; flags and REQLOG_* variables fill it. */
+export interface ServeConfig {
+  listen: string;
+  db: string;
+  sync: SyncMode;
+  shutdownTimeoutMs: number;
+  logLevel: string;
+  /** Serve on a non-loopback address without tokens (loudly logged). */
+  allowRemoteWithoutAuth: boolean;
+  limits: Limits;
+}
+
+export const serveDefaults = {
+  listen: "127.0.0.1:50051",
+  db: "reqlog.db",
+  sync: "full" as SyncMode,
+  shutdownTimeout: "10s",
+  logLevel: "info",
+};
+
+/** A duration such as 500ms, 10s, 5m, 2h or 7d, in milliseconds. */
+export function parseDuration(text: string, what: string): number {
+  const value = /^\d+(\.\d+)?\s*(ms|s|m|h|d|w)$/i.test(text.trim()) ? ms(text.trim() as ms.StringValue) : undefined;
+  if (value === undefined || !Number.isFinite(value) || value < 0) {
+    throw new Error(`${what}: "${text}" is not a duration (e.g. 500ms, 10s, 5m, 2h, 7d)`);
+  }
+  return value;
+}
+
+/** A whole number ≥ 1 (limits). */
+export function parsePositiveInt(text: string, what: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${what}: "${text}" is not a whole number ≥ 1`);
+  return value;
+}
+
+/** HOST:PORT with a numeric port; [v6]:PORT for IPv6. */
+export function parseListen(text: string): string {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(text);
+  if (!match || Number(match[2]) > 65535) {
+    throw new Error(`--listen: "${text}" is not HOST:PORT (e.g. 127.0.0.1:50051, [::1]:50051, 0.0.0.0:50051)`);
+  }
+  return text;
+}
+
+/** Whether HOST:PORT listens on the loopback interface only. */
+export function isLoopback(listen: string): boolean {
+  const host = listen.slice(0, listen.lastIndexOf(":")).replace(/^\[|\]$/g, "");
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+export { defaultLimits };

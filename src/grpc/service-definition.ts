@@ -1,0 +1,100 @@
+import type { DescMessage, DescMethod, DescService, MessageShape } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
+import { ReqlogError } from "../reqlog-error.js";
+
+/**
+ * What the server's deserializer hands a handler: the decoded message, or the
+ * reason the bytes could not be decoded. Decoding never throws inside grpc-js
+ * (which would answer INTERNAL); the handler answers INVALID_ARGUMENT instead.
+ */
+export type Decoded<T> = { ok: true; message: T } | { ok: false; error: ReqlogError };
+
+export type ServerMethods = Record<string, MethodDefinition<Decoded<unknown>, unknown>>;
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function decodeRequest<Desc extends DescMessage>(
+  schema: Desc,
+  bytes: Buffer,
+  maxBytes: number,
+): Decoded<MessageShape<Desc>> {
+  if (bytes.length > maxBytes) {
+    return {
+      ok: false,
+      error: ReqlogError.exhausted(
+        `request message is ${bytes.length} bytes, over the limit max-message-bytes=${maxBytes}`,
+      ),
+    };
+  }
+  try {
+    return { ok: true, message: fromBinary(schema, bytes, { readUnknownFields: false }) };
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    return {
+      ok: false,
+      error: ReqlogError.invalid(`cannot decode ${schema.typeName}: ${reason}`),
+    };
+  }
+}
+
+/** Path and stream kinds of a method, the same on both sides. */
+function methodShape(method: DescMethod) {
+  return {
+    path: `/${method.parent.typeName}/${method.name}`,
+    requestStream: method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming",
+    responseStream: method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming",
+  };
+}
+
+/**
+ * The grpc-js service definition of a Buf service, for the server side:
+ * requests decode into `Decoded` results (never throwing), responses encode
+ * with toBinary (which checks required fields).
+ */
+export function serverDefinition(service: DescService, maxMessageBytes: number): ServerMethods {
+  const methods: ServerMethods = {};
+  for (const method of service.methods) {
+    methods[method.localName] = {
+      ...methodShape(method),
+      requestSerialize: () => {
+        throw new Error("the server does not serialize requests");
+      },
+      requestDeserialize: (bytes: Buffer) => decodeRequest(method.input, bytes, maxMessageBytes),
+      responseSerialize: (message: unknown) =>
+        asBuffer(toBinary(method.output, message as MessageShape<typeof method.output>)),
+      responseDeserialize: () => {
+        throw new Error("the server does not deserialize responses");
+      },
+    };
+  }
+  return methods;
+}
+
+/** How a client encodes requests and decodes replies. */
+export interface ClientCodec {
+  encode(schema: DescMessage, message: unknown): Uint8Array;
+  decode(schema: DescMessage, bytes: Uint8Array): unknown;
+}
+
+const defaultCodec: ClientCodec = {
+  encode: (schema, message) => toBinary(schema, message as MessageShape<DescMessage>),
+  decode: (schema, bytes) => fromBinary(schema, bytes),
+};
+
+/** The grpc-js service definition of a Buf service, for clients (CLI, tests). */
+export function clientDefinition(service: DescService, codec: ClientCodec = defaultCodec): ServiceDefinition {
+  const methods: Record<string, MethodDefinition<unknown, unknown>> = {};
+  for (const method of service.methods) {
+    methods[method.localName] = {
+      ...methodShape(method),
+      requestSerialize: (message: unknown) => asBuffer(codec.encode(method.input, message)),
+      requestDeserialize: (bytes: Buffer) => codec.decode(method.input, bytes),
+      responseSerialize: (message: unknown) => asBuffer(codec.encode(method.output, message)),
+      responseDeserialize: (bytes: Buffer) => codec.decode(method.output, bytes),
+    };
+  }
+  return methods;
+}

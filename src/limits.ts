@@ -1,0 +1,66 @@
+import { ReqlogError } from "./reqlog-error.js";
+
+interface LimitSpec {
+  default: number;
+  /** "size" limits answer RESOURCE_EXHAUSTED, "count" limits INVALID_ARGUMENT. */
+  kind: "size" | "count";
+  description: string;
+}
+
+/**
+ * Every limit of the service: a name, a default, and one message template
+ * (see `exceeded`). The CLI flag and environment variable are derived from
+ * the name (maxLineBytes → --max-line-bytes, REQLOG_MAX_LINE_BYTES).
+ */
+export const limitSpecs = {
+  maxMessageBytes: {
+    default: 16 * 1024 * 1024,
+    kind: "size",
+    description: "largest request message, in bytes",
+  },
+  maxRecordsPerWrite: {
+    default: 1000,
+    kind: "count",
+    description: "request records in one Write",
+  },
+  maxLinesPerFlush: {
+    default: 10_000,
+    kind: "count",
+    description: "app log lines in one Flush, or attached to one record in a Write",
+  },
+  maxLineBytes: {
+    default: 64 * 1024,
+    kind: "size",
+    description: "bytes of one app log line's message",
+  },
+  maxStatusBytes: {
+    default: 4096,
+    kind: "count",
+    description: "bytes of one SetStatus text",
+  },
+} as const satisfies Record<string, LimitSpec>;
+
+export type LimitName = keyof typeof limitSpecs;
+export type Limits = Record<LimitName, number>;
+
+export const limitNames = Object.keys(limitSpecs) as LimitName[];
+
+export const defaultLimits: Readonly<Limits> = Object.fromEntries(
+  limitNames.map((name) => [name, limitSpecs[name].default]),
+) as Limits;
+
+/** The flag spelling of a limit: maxLineBytes → max-line-bytes. */
+export function limitFlag(name: LimitName): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** The environment variable of a limit: maxLineBytes → REQLOG_MAX_LINE_BYTES. */
+export function limitEnv(name: LimitName): string {
+  return `REQLOG_${limitFlag(name).replace(/-/g, "_").toUpperCase()}`;
+}
+
+/** The one message template of every limit. */
+export function exceeded(limits: Limits, name: LimitName, actual: number, what: string): ReqlogError {
+  const message = `${what} is ${actual}, over the limit ${limitFlag(name)}=${limits[name]}`;
+  return limitSpecs[name].kind === "size" ? ReqlogError.exhausted(message) : ReqlogError.invalid(message);
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { serve } from "./cli/serve.js";
+import { parseDuration, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
+import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
+import { packageRoot } from "./package-root.js";
+
+/** Wraps a parser so commander reports its message as an invalid argument. */
+function arg<T>(parse: (text: string, what: string) => T, what: string) {
+  return (text: string): T => {
+    try {
+      return parse(text, what);
+    } catch (err) {
+      throw new InvalidArgumentError(err instanceof Error ? err.message : String(err));
+    }
+  };
+}
+
+const version = (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string })
+  .version;
+
+const program = new Command("reqlog")
+  .description("reqlog: a request-log service (App Engine's Log Service API over gRPC)")
+  .version(version);
+
+const serveCommand = program
+  .command("serve")
+  .description("serve the LogService gRPC API on a SQLite database")
+  .addOption(
+    new Option("--listen <host:port>", "address to serve on (port 0 picks a free one)")
+      .env("REQLOG_LISTEN")
+      .default(serveDefaults.listen)
+      .argParser(arg(parseListen, "--listen")),
+  )
+  .addOption(new Option("--db <path>", "SQLite database file (created if missing)").env("REQLOG_DB").default(serveDefaults.db))
+  .addOption(
+    new Option("--sync <mode>", "full: acknowledged writes survive power loss; normal: a process crash")
+      .choices(["full", "normal"])
+      .env("REQLOG_SYNC")
+      .default(serveDefaults.sync),
+  )
+  .addOption(
+    new Option("--shutdown-timeout <duration>", "how long in-flight calls may finish after SIGTERM")
+      .env("REQLOG_SHUTDOWN_TIMEOUT")
+      .default(parseDuration(serveDefaults.shutdownTimeout, "--shutdown-timeout"), serveDefaults.shutdownTimeout)
+      .argParser(arg(parseDuration, "--shutdown-timeout")),
+  )
+  .addOption(
+    new Option("--log-level <level>", "log level")
+      .choices(["trace", "debug", "info", "warn", "error", "fatal", "silent"])
+      .env("REQLOG_LOG_LEVEL")
+      .default(serveDefaults.logLevel),
+  )
+  .addOption(
+    new Option(
+      "--allow-remote-without-auth",
+      "allow a non-loopback --listen address with no access tokens (logged as a warning)",
+    ).env("REQLOG_ALLOW_REMOTE_WITHOUT_AUTH"),
+  );
+for (const name of limitNames) {
+  serveCommand.addOption(
+    new Option(`--${limitFlag(name)} <n>`, `limit: ${limitSpecs[name].description}`)
+      .env(limitEnv(name))
+      .default(limitSpecs[name].default)
+      .argParser(arg(parsePositiveInt, `--${limitFlag(name)}`)),
+  );
+}
+serveCommand.action(async (opts: Record<string, unknown>) => {
+  const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
+  await serve({
+    listen: opts.listen as string,
+    db: opts.db as string,
+    sync: opts.sync as "full" | "normal",
+    shutdownTimeoutMs: opts.shutdownTimeout as number,
+    logLevel: opts.logLevel as string,
+    allowRemoteWithoutAuth: Boolean(opts.allowRemoteWithoutAuth),
+    limits,
+  });
+});
+
+program.parseAsync().catch((err: unknown) => {
+  process.stderr.write(`reqlog: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(2);
+});

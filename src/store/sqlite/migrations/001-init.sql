@@ -1,0 +1,89 @@
+-- Apps and their (module, version) pairs are interned: every request row
+-- carries two small integers instead of three strings.
+CREATE TABLE apps (
+  id INTEGER PRIMARY KEY,
+  app_id TEXT NOT NULL UNIQUE
+);
+
+CREATE TABLE versions (
+  id INTEGER PRIMARY KEY,
+  app_key INTEGER NOT NULL REFERENCES apps (id),
+  module_id TEXT NOT NULL,
+  version_id TEXT NOT NULL,
+  UNIQUE (app_key, module_id, version_id)
+);
+
+-- One row per (app, request_id). Optional RequestLog fields are NULL when the
+-- writer left them unset, so they read back unset. `combined` is NULL when it
+-- equals the line derived from the other fields (re-derived on read).
+CREATE TABLE requests (
+  id INTEGER PRIMARY KEY,            -- stable unique key: the paging tie-break
+  app_key INTEGER NOT NULL REFERENCES apps (id),
+  version_key INTEGER NOT NULL REFERENCES versions (id),
+  request_id BLOB NOT NULL,
+  has_record INTEGER NOT NULL,       -- 0 while only flushed lines have arrived
+  finished INTEGER NOT NULL,         -- the effective value (proto default true)
+  sort_time INTEGER NOT NULL,        -- end_time if finished, else updated_at
+  updated_at INTEGER NOT NULL,       -- server time of the last write or flush
+  max_level INTEGER,                 -- highest app line level, NULL without lines
+  module_set INTEGER NOT NULL,       -- module_id was set explicitly
+  finished_set INTEGER,              -- finished as written, NULL when unset
+  ip TEXT NOT NULL,
+  nickname TEXT,
+  start_time INTEGER NOT NULL,
+  end_time INTEGER NOT NULL,
+  latency INTEGER NOT NULL,
+  mcycles INTEGER NOT NULL,
+  method TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  http_version TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  response_size INTEGER NOT NULL,
+  referrer TEXT,
+  user_agent TEXT,
+  url_map_entry TEXT NOT NULL,
+  combined TEXT,
+  api_mcycles INTEGER,
+  host TEXT,
+  cost REAL,
+  task_queue_name TEXT,
+  task_name TEXT,
+  was_loading_request INTEGER,
+  pending_time INTEGER,
+  replica_index INTEGER,
+  clone_key BLOB,
+  lines_incomplete INTEGER,
+  platform_release BLOB,
+  exit_reason INTEGER,
+  was_throttled_for_time INTEGER,
+  was_throttled_for_requests INTEGER,
+  throttled_time INTEGER,
+  server_name BLOB
+);
+
+CREATE UNIQUE INDEX requests_by_request_id ON requests (app_key, request_id);
+-- Newest first by sort time, `id` as the tie-break: the Read path's keyset order.
+CREATE INDEX requests_by_time ON requests (app_key, sort_time, id);
+CREATE INDEX requests_by_version_time ON requests (version_key, sort_time, id);
+
+-- App log lines. The key makes a re-sent line (same request, time, position in
+-- its flush, level and message) a no-op, so retried flushes are not doubled.
+CREATE TABLE lines (
+  request_key INTEGER NOT NULL REFERENCES requests (id),
+  time INTEGER NOT NULL,
+  pos INTEGER NOT NULL,
+  level INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  PRIMARY KEY (request_key, time, pos, level, message)
+) WITHOUT ROWID;
+
+-- The latest status text of each instance (SetStatus).
+CREATE TABLE statuses (
+  app_id TEXT NOT NULL,
+  module_id TEXT NOT NULL,
+  version_id TEXT NOT NULL,
+  instance_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  PRIMARY KEY (app_id, module_id, version_id, instance_id)
+) WITHOUT ROWID;

@@ -1,0 +1,61 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { packageRoot } from "../../package-root.js";
+
+export type SyncMode = "full" | "normal";
+
+export interface DatabaseOptions {
+  /** A file path, or ":memory:". */
+  path: string;
+  /**
+   * full: each commit is on disk before the write is acknowledged (survives
+   * power loss); normal: survives a crash of the process, not of the machine.
+   */
+  sync?: SyncMode;
+}
+
+const migrationsDir = join(packageRoot(), "src", "store", "sqlite", "migrations");
+
+/** The ordered migrations: files named NNN-name.sql, applied by number. */
+function migrations(): { version: number; name: string; sql: string }[] {
+  return readdirSync(migrationsDir)
+    .filter((f) => /^\d+-.*\.sql$/.test(f))
+    .map((name) => ({
+      version: Number.parseInt(name, 10),
+      name,
+      sql: readFileSync(join(migrationsDir, name), "utf8"),
+    }))
+    .sort((a, b) => a.version - b.version);
+}
+
+/** Applies the migrations newer than the database's user_version, each in its own transaction. */
+function migrate(db: Database.Database): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  for (const m of migrations()) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    })();
+  }
+}
+
+/** Opens (creating if needed) and migrates a reqlog SQLite database. */
+export function openDatabase(options: DatabaseOptions): Database.Database {
+  const db = new Database(options.path);
+  try {
+    // WAL: readers never block the writer, and a commit is one append.
+    db.pragma("journal_mode = WAL");
+    db.pragma(`synchronous = ${options.sync === "normal" ? "NORMAL" : "FULL"}`);
+    // Another process (e.g. `reqlog token create`) may hold the write lock briefly.
+    db.pragma("busy_timeout = 5000");
+    db.pragma("cache_size = -65536");
+    db.pragma("temp_store = MEMORY");
+    migrate(db);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}

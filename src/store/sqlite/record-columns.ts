@@ -1,0 +1,52 @@
+import { type DescField, ScalarType } from "@bufbuild/protobuf";
+import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
+
+/**
+ * RequestLog fields stored one column each, under their proto name. The
+ * others are kept elsewhere: app/module/version in `versions`, the request id
+ * in the key, `line` in `lines`, `offset` is computed on read, and `finished`
+ * and `combined` have columns of their own rules.
+ */
+const keptElsewhere = new Set(["app_id", "module_id", "version_id", "request_id", "offset", "line", "finished", "combined"]);
+
+export const recordColumns: readonly DescField[] = RequestLogSchema.fields.filter(
+  (f) => f.fieldKind === "scalar" && !keptElsewhere.has(f.name),
+);
+
+type SqlValue = string | number | bigint | Buffer | null;
+
+/** A field's value as SQLite stores it. */
+export function toSql(field: DescField, value: unknown): SqlValue {
+  if (field.fieldKind !== "scalar") throw new Error(`cannot store ${field} in a column`);
+  switch (field.scalar) {
+    case ScalarType.BOOL:
+      return value ? 1 : 0;
+    case ScalarType.BYTES: {
+      const bytes = value as Uint8Array;
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    }
+    default:
+      return value as string | number | bigint;
+  }
+}
+
+/** A column's value (read with safeIntegers) as the message field holds it. */
+export function fromSql(field: DescField, value: SqlValue): unknown {
+  if (field.fieldKind !== "scalar") throw new Error(`cannot read ${field} from a column`);
+  switch (field.scalar) {
+    case ScalarType.BOOL:
+      return value !== 0n && value !== 0;
+    case ScalarType.BYTES:
+      return new Uint8Array(value as Buffer);
+    case ScalarType.INT32:
+    case ScalarType.SINT32:
+    case ScalarType.SFIXED32:
+    case ScalarType.UINT32:
+    case ScalarType.FIXED32:
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      return Number(value);
+    default:
+      return value;
+  }
+}

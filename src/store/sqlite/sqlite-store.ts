@@ -1,0 +1,268 @@
+import { create, isFieldSet } from "@bufbuild/protobuf";
+import type Database from "better-sqlite3";
+import {
+  type InstanceStatus,
+  InstanceStatusSchema,
+  LogLineSchema,
+  type RequestLog,
+  RequestLogSchema,
+} from "../../../gen/reqlog/v1/log_service_pb.js";
+import type { Clock } from "../../clock.js";
+import { formatCombined } from "../../format/combined-line.js";
+import type { PreparedRecord } from "../../write/prepare-request-log.js";
+import type { AppLine } from "../../write/validate-lines.js";
+import type { InstanceKey, RequestContext, StatusFilter, Store, WriteResult } from "../store.js";
+import { fromSql, recordColumns, toSql } from "./record-columns.js";
+import { storageError } from "./storage-error.js";
+import { createWriteBatcher } from "./write-batcher.js";
+
+type Row = Record<string, unknown>;
+
+/**
+ * The SQLite store. Every public method owns one transaction (writes share
+ * theirs through the group-commit batcher); private helpers take the handle.
+ */
+export function createSqliteStore(db: Database.Database, now: Clock): Store {
+  const batcher = createWriteBatcher(db);
+  const columnNames = recordColumns.map((f) => f.name);
+
+  const stmt = {
+    appKey: db.prepare("SELECT id FROM apps WHERE app_id = ?").pluck(),
+    insertApp: db.prepare("INSERT INTO apps (app_id) VALUES (?)"),
+    versionKey: db
+      .prepare("SELECT id FROM versions WHERE app_key = ? AND module_id = ? AND version_id = ?")
+      .pluck(),
+    insertVersion: db.prepare("INSERT INTO versions (app_key, module_id, version_id) VALUES (?, ?, ?)"),
+    requestByKey: db.prepare(
+      "SELECT id, has_record, finished FROM requests WHERE app_key = ? AND request_id = ?",
+    ),
+    upsertRecord: db.prepare(`
+      INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
+        updated_at, module_set, finished_set, combined, ${columnNames.join(", ")})
+      VALUES (@app_key, @version_key, @request_id, 1, @finished, @sort_time,
+        @updated_at, @module_set, @finished_set, @combined, ${columnNames.map((c) => `@${c}`).join(", ")})
+      ON CONFLICT (app_key, request_id) DO UPDATE SET
+        version_key = excluded.version_key, has_record = 1, finished = excluded.finished,
+        sort_time = excluded.sort_time, updated_at = excluded.updated_at,
+        module_set = excluded.module_set, finished_set = excluded.finished_set,
+        combined = excluded.combined, ${columnNames.map((c) => `${c} = excluded.${c}`).join(", ")}
+      -- A finished record is never turned back into an in-progress one by a
+      -- late or retried in-progress write.
+      WHERE NOT (requests.has_record = 1 AND requests.finished = 1 AND excluded.finished = 0)`),
+    insertStub: db.prepare(`
+      INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
+        updated_at, module_set, ip, start_time, end_time, latency, mcycles, method, resource,
+        http_version, status, response_size, url_map_entry)
+      VALUES (?, ?, ?, 0, 0, @now, @now, ?, '', ?, 0, 0, 0, '', '', '', 0, 0, '')`),
+    touchForLines: db.prepare(`
+      UPDATE requests SET
+        updated_at = @now,
+        sort_time = CASE WHEN finished = 1 THEN sort_time ELSE @now END,
+        start_time = CASE WHEN has_record = 0 THEN min(start_time, @first) ELSE start_time END
+      WHERE id = @id`),
+    insertLine: db.prepare(
+      "INSERT OR IGNORE INTO lines (request_key, time, pos, level, message) VALUES (?, ?, ?, ?, ?)",
+    ),
+    raiseMaxLevel: db.prepare(
+      "UPDATE requests SET max_level = max(coalesce(max_level, -1), ?) WHERE id = ?",
+    ),
+    setStatus: db.prepare(`
+      INSERT INTO statuses (app_id, module_id, version_id, instance_id, status, time)
+      VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT (app_id, module_id, version_id, instance_id)
+      DO UPDATE SET status = excluded.status, time = excluded.time`),
+    listStatus: db
+      .prepare(`
+        SELECT app_id, module_id, version_id, instance_id, status, time FROM statuses
+        WHERE app_id = @app AND (@module IS NULL OR module_id = @module)
+          AND (@version IS NULL OR version_id = @version)
+        ORDER BY module_id, version_id, instance_id`)
+      .safeIntegers(true),
+    recordById: db
+      .prepare(`
+        SELECT r.*, a.app_id, v.module_id, v.version_id FROM requests r
+        JOIN versions v ON v.id = r.version_key JOIN apps a ON a.id = r.app_key
+        WHERE r.app_key = ? AND r.request_id = ?`)
+      .safeIntegers(true),
+    linesOf: db
+      .prepare("SELECT time, level, message FROM lines WHERE request_key = ? ORDER BY time, pos")
+      .safeIntegers(true),
+  };
+
+  function appKey(appId: string): number {
+    const found = stmt.appKey.get(appId) as number | undefined;
+    return found ?? Number(stmt.insertApp.run(appId).lastInsertRowid);
+  }
+
+  function versionKey(app: number, moduleId: string, versionId: string): number {
+    const found = stmt.versionKey.get(app, moduleId, versionId) as number | undefined;
+    return found ?? Number(stmt.insertVersion.run(app, moduleId, versionId).lastInsertRowid);
+  }
+
+  function insertLines(requestKey: number, lines: readonly AppLine[]): number {
+    let added = 0;
+    let maxLevel = -1;
+    for (const line of lines) {
+      added += stmt.insertLine.run(requestKey, line.time, line.pos, line.level, line.message).changes;
+      if (line.level > maxLevel) maxLevel = line.level;
+    }
+    if (lines.length > 0) stmt.raiseMaxLevel.run(maxLevel, requestKey);
+    return added;
+  }
+
+  function writeRecord(record: PreparedRecord, at: bigint): number {
+    const log = record.log;
+    const app = appKey(log.appId);
+    const row: Row = {
+      app_key: app,
+      version_key: versionKey(app, log.moduleId, log.versionId),
+      request_id: toSql(RequestLogSchema.field.requestId, log.requestId),
+      finished: log.finished ? 1 : 0,
+      sort_time: log.finished ? log.endTime : at,
+      updated_at: at,
+      module_set: isFieldSet(log, RequestLogSchema.field.moduleId) ? 1 : 0,
+      finished_set: isFieldSet(log, RequestLogSchema.field.finished) ? (log.finished ? 1 : 0) : null,
+      combined: record.storedCombined ?? null,
+    };
+    for (const field of recordColumns) {
+      row[field.name] = isFieldSet(log, field) ? toSql(field, log[field.localName as keyof RequestLog]) : null;
+    }
+    stmt.upsertRecord.run(row);
+    const { id } = stmt.requestByKey.get(app, row.request_id) as { id: number };
+    return insertLines(id, record.lines);
+  }
+
+  function flushLines(request: RequestContext, lines: readonly AppLine[], at: bigint): number {
+    if (lines.length === 0) return 0;
+    const app = appKey(request.appId);
+    const requestId = toSql(RequestLogSchema.field.requestId, request.requestId);
+    const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
+    const existing = stmt.requestByKey.get(app, requestId) as { id: number } | undefined;
+    let id: number;
+    if (existing) {
+      id = existing.id;
+      stmt.touchForLines.run({ now: at, first, id });
+    } else {
+      const version = versionKey(app, request.moduleId, request.versionId);
+      id = Number(
+        stmt.insertStub.run(app, version, requestId, request.moduleSet ? 1 : 0, first, { now: at })
+          .lastInsertRowid,
+      );
+    }
+    return insertLines(id, lines);
+  }
+
+  function toRequestLog(row: Row): RequestLog {
+    const log = create(RequestLogSchema, {
+      appId: row.app_id as string,
+      versionId: row.version_id as string,
+      requestId: new Uint8Array(row.request_id as Buffer),
+    });
+    if (row.module_set !== 0n) log.moduleId = row.module_id as string;
+    if (row.finished_set !== null) log.finished = row.finished_set !== 0n;
+    for (const field of recordColumns) {
+      const value = row[field.name];
+      if (value !== null) {
+        (log as unknown as Record<string, unknown>)[field.localName] = fromSql(
+          field,
+          value as Parameters<typeof fromSql>[1],
+        );
+      }
+    }
+    log.combined = (row.combined as string | null) ?? formatCombined(log);
+    log.line = (stmt.linesOf.all(row.id) as Row[]).map((l) =>
+      create(LogLineSchema, {
+        time: l.time as bigint,
+        level: Number(l.level),
+        logMessage: l.message as string,
+      }),
+    );
+    return log;
+  }
+
+  function guard<T>(work: Promise<T>): Promise<T> {
+    return work.catch((err: unknown) => {
+      throw storageError(err);
+    });
+  }
+
+  return {
+    write(records) {
+      return guard(
+        batcher.run((): WriteResult => {
+          const at = now();
+          let lines = 0;
+          for (const record of records) lines += writeRecord(record, at);
+          return { records: records.length, lines };
+        }),
+      );
+    },
+
+    flush(request, lines) {
+      return guard(batcher.run(() => flushLines(request, lines, now())));
+    },
+
+    setStatus(instance: InstanceKey, status: string) {
+      return guard(
+        batcher.run(() => {
+          stmt.setStatus.run(
+            instance.appId,
+            instance.moduleId,
+            instance.versionId,
+            instance.instanceId,
+            status,
+            now(),
+          );
+        }),
+      );
+    },
+
+    listStatus(filter: StatusFilter): InstanceStatus[] {
+      try {
+        const rows = stmt.listStatus.all({
+          app: filter.appId,
+          module: filter.moduleId ?? null,
+          version: filter.versionId ?? null,
+        }) as Row[];
+        return rows.map((r) =>
+          create(InstanceStatusSchema, {
+            appId: r.app_id as string,
+            moduleId: r.module_id as string,
+            versionId: r.version_id as string,
+            instanceId: r.instance_id as string,
+            status: r.status as string,
+            time: r.time as bigint,
+          }),
+        );
+      } catch (err) {
+        throw storageError(err);
+      }
+    },
+
+    getRequests(appId, requestIds) {
+      try {
+        const app = stmt.appKey.get(appId) as number | undefined;
+        if (app === undefined) return [];
+        const seen = new Set<string>();
+        const logs: RequestLog[] = [];
+        for (const requestId of requestIds) {
+          const key = Buffer.from(requestId).toString("hex");
+          if (seen.has(key)) continue;
+          seen.add(key);
+          const row = stmt.recordById.get(app, toSql(RequestLogSchema.field.requestId, requestId)) as
+            | Row
+            | undefined;
+          if (row) logs.push(toRequestLog(row));
+        }
+        return logs;
+      } catch (err) {
+        throw storageError(err);
+      }
+    },
+
+    async close() {
+      batcher.drain();
+      db.close();
+    },
+  };
+}

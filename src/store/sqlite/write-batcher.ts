@@ -1,0 +1,72 @@
+import type Database from "better-sqlite3";
+
+interface PendingWrite {
+  run: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Most writes committed in one transaction. */
+const maxGroup = 512;
+
+export interface WriteBatcher {
+  /** Runs `fn` inside a transaction; resolves once that transaction has committed. */
+  run<T>(fn: () => T): Promise<T>;
+  /** Commits everything queued now (used before closing). */
+  drain(): void;
+}
+
+/**
+ * Group commit. Writes that arrive in the same turn of the event loop share
+ * one transaction, so many callers pay for one fsync. Each write runs in its
+ * own savepoint: one that throws is rolled back alone and only its caller
+ * gets the error. Callers are answered only after COMMIT returns.
+ */
+export function createWriteBatcher(db: Database.Database): WriteBatcher {
+  let queue: PendingWrite[] = [];
+  let scheduled = false;
+
+  const commitGroup = db.transaction((group: PendingWrite[]) =>
+    group.map((w) => {
+      try {
+        // A nested better-sqlite3 transaction is a SAVEPOINT.
+        return { ok: true as const, value: db.transaction(w.run)() };
+      } catch (err) {
+        return { ok: false as const, err };
+      }
+    }),
+  );
+
+  function drain(): void {
+    scheduled = false;
+    while (queue.length > 0) {
+      const group = queue.splice(0, maxGroup);
+      let outcomes: ReturnType<typeof commitGroup>;
+      try {
+        outcomes = commitGroup(group);
+      } catch (err) {
+        // COMMIT itself failed: nothing of the group is stored.
+        for (const w of group) w.reject(err);
+        continue;
+      }
+      group.forEach((w, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) w.resolve(outcome.value);
+        else w.reject(outcome.err);
+      });
+    }
+  }
+
+  return {
+    run<T>(fn: () => T): Promise<T> {
+      return new Promise<T>((resolve, reject) => {
+        queue.push({ run: fn, resolve: resolve as (value: unknown) => void, reject });
+        if (!scheduled) {
+          scheduled = true;
+          setImmediate(drain);
+        }
+      });
+    },
+    drain,
+  };
+}

@@ -1,0 +1,53 @@
+import type { InstanceStatus, RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { PreparedRecord } from "../write/prepare-request-log.js";
+import type { AppLine } from "../write/validate-lines.js";
+
+/** The request a Flush's lines belong to, from the call metadata. */
+export interface RequestContext {
+  appId: string;
+  moduleId: string;
+  /** False when the caller did not name a module ("default" is used). */
+  moduleSet: boolean;
+  versionId: string;
+  requestId: Uint8Array;
+}
+
+/** The instance a SetStatus comes from, from the call metadata. */
+export interface InstanceKey {
+  appId: string;
+  moduleId: string;
+  versionId: string;
+  instanceId: string;
+}
+
+export interface StatusFilter {
+  appId: string;
+  moduleId?: string;
+  versionId?: string;
+}
+
+export interface WriteResult {
+  /** Request records stored. */
+  records: number;
+  /** App log lines newly stored (re-sent lines are not counted). */
+  lines: number;
+}
+
+/**
+ * The storage of reqlog. Each write method commits before its promise
+ * resolves: a resolved write survives a crash of the process.
+ */
+export interface Store {
+  /** Upserts request records (by app and request id) with their lines. */
+  write(records: readonly PreparedRecord[]): Promise<WriteResult>;
+  /** Stores app lines of one request; returns how many were new. */
+  flush(request: RequestContext, lines: readonly AppLine[]): Promise<number>;
+  /** Stores the latest status text of an instance. */
+  setStatus(instance: InstanceKey, status: string): Promise<void>;
+  /** Stored statuses matching the filter, by module, version and instance. */
+  listStatus(filter: StatusFilter): InstanceStatus[];
+  /** The stored records of these request ids (those that exist), in the order given, with their lines. */
+  getRequests(appId: string, requestIds: readonly Uint8Array[]): RequestLog[];
+  /** Commits what is pending and closes the database. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,85 @@
+import { clone, isFieldSet } from "@bufbuild/protobuf";
+import { type RequestLog, RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { formatCombined } from "../format/combined-line.js";
+import type { Limits } from "../limits.js";
+import { ReqlogError } from "../reqlog-error.js";
+import { checkIdentifier } from "./identifiers.js";
+import { missingRequiredFields } from "./required-fields.js";
+import { type AppLine, checkLines } from "./validate-lines.js";
+
+/** Required RequestLog fields that Write derives when the writer leaves them unset. */
+const derivedFields = new Set(
+  ["ip", "end_time", "latency", "mcycles", "http_version", "status", "response_size", "url_map_entry", "combined"].map(
+    (name) => `${RequestLogSchema.typeName}.${name}`,
+  ),
+);
+
+/** A validated request record, its required fields filled, ready for the store. */
+export interface PreparedRecord {
+  log: RequestLog;
+  lines: AppLine[];
+  /** `combined` as it must be stored: undefined when it equals the derived line. */
+  storedCombined: string | undefined;
+}
+
+/**
+ * Validates one RequestLog of a Write and derives what the writer left out
+ * (unset, or 0 / "" where that is not a real value): end_time and latency
+ * from each other (end_time 0 while in progress), the combined line from the
+ * fields, "" and 0 for the other required fields (the proto defaults).
+ * `where` names the record in errors (`log[3]`).
+ */
+export function prepareRequestLog(input: RequestLog, limits: Limits, where: string): PreparedRecord {
+  const missing = missingRequiredFields(RequestLogSchema, input, derivedFields);
+  if (missing.length > 0) {
+    const list = missing.map((path) => `${where}.${path}`).join(", ");
+    throw ReqlogError.invalid(`required field${missing.length > 1 ? "s" : ""} not set: ${list}`);
+  }
+  checkIdentifier(input.appId, `${where}.app_id`);
+  checkIdentifier(input.versionId, `${where}.version_id`);
+  checkIdentifier(input.moduleId, `${where}.module_id`);
+  checkIdentifier(input.requestId, `${where}.request_id`);
+  if (input.startTime < 0n) {
+    throw ReqlogError.invalid(`${where}.start_time is negative (${input.startTime})`);
+  }
+
+  if (input.method === "") throw ReqlogError.invalid(`${where}.method is empty`);
+  if (input.resource === "") throw ReqlogError.invalid(`${where}.resource is empty`);
+
+  const log = clone(RequestLogSchema, input);
+  log.line = [];
+  // Strict proto2 clients (grpcurl, Python) cannot leave a required field
+  // unset, so 0 / "" in a derivable field asks for the derived value too.
+  const endGiven = isFieldSet(input, RequestLogSchema.field.endTime) && input.endTime !== 0n;
+  const latencyGiven = isFieldSet(input, RequestLogSchema.field.latency) && input.latency !== 0n;
+  if (!endGiven) {
+    log.endTime = !log.finished ? 0n : latencyGiven ? log.startTime + log.latency : log.startTime;
+  }
+  if (log.endTime !== 0n && log.endTime < log.startTime) {
+    throw ReqlogError.invalid(
+      `${where}.end_time (${log.endTime}) is before ${where}.start_time (${log.startTime})`,
+    );
+  }
+  if (!latencyGiven) log.latency = log.endTime === 0n ? 0n : log.endTime - log.startTime;
+  // Setting the remaining required fields to their (proto default) values
+  // marks them present, so that every reply carries them.
+  log.ip = input.ip;
+  log.mcycles = input.mcycles;
+  log.httpVersion = input.httpVersion;
+  log.status = input.status;
+  log.responseSize = input.responseSize;
+  log.urlMapEntry = input.urlMapEntry;
+  const derivedCombined = formatCombined(log);
+  log.combined = input.combined !== "" ? input.combined : derivedCombined;
+
+  const lines = checkLines(
+    input.line.map((l) => ({ time: l.time, level: l.level, message: l.logMessage })),
+    limits,
+    `${where}.line`,
+  );
+  return {
+    log,
+    lines,
+    storedCombined: log.combined === derivedCombined ? undefined : log.combined,
+  };
+}

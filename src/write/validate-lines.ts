@@ -1,0 +1,49 @@
+import { exceeded, type Limits } from "../limits.js";
+import { ReqlogError } from "../reqlog-error.js";
+
+/** App log levels: 0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR, 4 CRITICAL. */
+export const levelNames = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] as const;
+
+/** One app log line as the store keeps it; `pos` is its index in its flush. */
+export interface AppLine {
+  time: bigint;
+  level: number;
+  message: string;
+  pos: number;
+}
+
+/** An app log line as it arrives: UserAppLogLine's level is an int64. */
+export interface IncomingLine {
+  time: bigint;
+  level: number | bigint;
+  message: string;
+}
+
+/** Checks one app log line's level, time and size; `where` names it in errors. */
+export function checkLine(line: IncomingLine, limits: Limits, where: string): void {
+  if (line.level < 0 || line.level > 4) {
+    throw ReqlogError.invalid(`${where}.level is ${line.level}: levels are 0 (DEBUG) to 4 (CRITICAL)`);
+  }
+  if (line.time < 0n) {
+    throw ReqlogError.invalid(`${where} has a negative time ${line.time}`);
+  }
+  const bytes = Buffer.byteLength(line.message, "utf8");
+  if (bytes > limits.maxLineBytes) {
+    throw exceeded(limits, "maxLineBytes", bytes, `${where} message size in bytes`);
+  }
+}
+
+/** Checks the count of a batch of lines and each line; returns them with positions. */
+export function checkLines(
+  lines: readonly IncomingLine[],
+  limits: Limits,
+  where: string,
+): AppLine[] {
+  if (lines.length > limits.maxLinesPerFlush) {
+    throw exceeded(limits, "maxLinesPerFlush", lines.length, `number of lines in ${where}`);
+  }
+  return lines.map((line, pos) => {
+    checkLine(line, limits, `${where}[${pos}]`);
+    return { time: line.time, level: Number(line.level), message: line.message, pos };
+  });
+}

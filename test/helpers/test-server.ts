@@ -1,0 +1,50 @@
+import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { Clock } from "../../src/clock.js";
+import { startServer, type RunningServer } from "../../src/grpc/server.js";
+import { defaultLimits, type Limits } from "../../src/limits.js";
+import { createLogger } from "../../src/logger.js";
+import { openDatabase } from "../../src/store/sqlite/open-database.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { Store } from "../../src/store/store.js";
+import { createTestClient, type TestClient } from "./test-client.js";
+import type Database from "better-sqlite3";
+
+export interface TestServer {
+  server: RunningServer;
+  client: TestClient;
+  store: Store;
+  /** The same database the store uses, for checks on raw rows. */
+  db: Database.Database;
+  /** Sets the injected clock (microseconds). */
+  setNow(usec: bigint): void;
+  close(): Promise<void>;
+}
+
+/** A real server on 127.0.0.1:0 over a fresh SQLite database, with a controlled clock. */
+export async function startTestServer(
+  options: { limits?: Partial<Limits>; dbPath?: string; now?: bigint } = {},
+): Promise<TestServer> {
+  let now = options.now ?? 1_795_000_000_000_000n;
+  const clock: Clock = () => now;
+  const db = openDatabase({ path: options.dbPath ?? ":memory:" });
+  const store = createSqliteStore(db, clock);
+  const limits = { ...defaultLimits, ...options.limits };
+  const server = await startServer(
+    { store, limits },
+    { listen: "127.0.0.1:0", shutdownTimeoutMs: 2000, logger: createLogger("silent") },
+  );
+  const client = createTestClient(LogService, server.address);
+  return {
+    server,
+    client,
+    store,
+    db,
+    setNow(usec) {
+      now = usec;
+    },
+    async close() {
+      client.close();
+      await server.shutdown();
+    },
+  };
+}
