@@ -1,11 +1,14 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { type Empty, EmptySchema } from "@bufbuild/protobuf/wkt";
 import { type FlushRequest, UserAppLogGroupSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { verifyUtf8 } from "../grpc/strict-utf8.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { missingRequiredFields } from "../write/required-fields.js";
 import { checkLines } from "../write/validate-lines.js";
 import { requestContext } from "./call-metadata.js";
 import type { ServiceDeps, UnaryHandler } from "./handler.js";
+
+verifyUtf8(UserAppLogGroupSchema);
 
 /** Flush: the app lines of the request named by the call metadata. */
 export function createFlushHandler({ store, limits }: ServiceDeps): UnaryHandler<FlushRequest, Empty> {

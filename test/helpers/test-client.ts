@@ -79,3 +79,16 @@ export async function callError(
   }
   throw new Error("the call succeeded but was expected to fail");
 }
+
+/** Sends raw bytes as the request of a unary method (for malformed messages). */
+export function rawUnaryCall(client: TestClient, path: string, bytes: Uint8Array): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    client.makeUnaryRequest(
+      path,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      Buffer.from(bytes),
+      (err, res) => (err ? reject(err) : resolve(res!)),
+    );
+  });
+}

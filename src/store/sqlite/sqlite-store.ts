@@ -51,9 +51,9 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
       WHERE NOT (requests.has_record = 1 AND requests.finished = 1 AND excluded.finished = 0)`),
     insertStub: db.prepare(`
       INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, module_set, ip, start_time, end_time, latency, mcycles, method, resource,
-        http_version, status, response_size, url_map_entry)
-      VALUES (?, ?, ?, 0, 0, @now, @now, ?, '', ?, 0, 0, 0, '', '', '', 0, 0, '')`),
+        updated_at, module_set, finished_set, ip, start_time, end_time, latency, mcycles, method,
+        resource, http_version, status, response_size, url_map_entry)
+      VALUES (?, ?, ?, 0, 0, @now, @now, ?, 0, '', ?, 0, 0, 0, '', '', '', 0, 0, '')`),
     touchForLines: db.prepare(`
       UPDATE requests SET
         updated_at = @now,

@@ -1,0 +1,76 @@
+import { create } from "@bufbuild/protobuf";
+import { status } from "@grpc/grpc-js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  type ListStatusResponse,
+  ListStatusRequestSchema,
+  SetStatusRequestSchema,
+} from "../../gen/reqlog/v1/log_service_pb.js";
+import { t0 } from "../helpers/fixtures.js";
+import { callError, unaryCall } from "../helpers/test-client.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+
+let ts: TestServer;
+beforeEach(async () => {
+  ts = await startTestServer({ limits: { maxStatusBytes: 32 } });
+});
+afterEach(async () => {
+  await ts.close();
+});
+
+const instance = (id: string, module?: string) => ({
+  "reqlog-app-id": "forge",
+  "reqlog-version-id": "v1",
+  "reqlog-instance-id": id,
+  ...(module ? { "reqlog-module-id": module } : {}),
+});
+
+function setStatus(text: string | undefined, metadata: Record<string, string>) {
+  return unaryCall(ts.client, "setStatus", create(SetStatusRequestSchema, text === undefined ? {} : { status: text }), metadata);
+}
+
+function listStatus(init: { appId?: string; moduleId?: string; versionId?: string }) {
+  return unaryCall<ListStatusResponse>(ts.client, "listStatus", create(ListStatusRequestSchema, init));
+}
+
+describe("SetStatus and ListStatus", () => {
+  it("keeps the latest status of each instance, with its time", async () => {
+    ts.setNow(t0);
+    await setStatus("starting", instance("i-1"));
+    ts.setNow(t0 + 5n);
+    await setStatus("serving", instance("i-1"));
+    await setStatus("draining", instance("i-2", "git"));
+
+    const all = await listStatus({ appId: "forge" });
+    expect(all.status.map((s) => [s.moduleId, s.versionId, s.instanceId, s.status, s.time])).toEqual([
+      ["default", "v1", "i-1", "serving", t0 + 5n],
+      ["git", "v1", "i-2", "draining", t0 + 5n],
+    ]);
+    const git = await listStatus({ appId: "forge", moduleId: "git" });
+    expect(git.status.map((s) => s.instanceId)).toEqual(["i-2"]);
+    expect((await listStatus({ appId: "other" })).status).toEqual([]);
+  });
+
+  it.each([
+    ["an empty status", "", instance("i-1"), status.INVALID_ARGUMENT, "status is empty"],
+    ["a missing status", undefined, instance("i-1"), status.INVALID_ARGUMENT, "required field not set: status"],
+    [
+      "a status over max-status-bytes",
+      "x".repeat(33),
+      instance("i-1"),
+      status.INVALID_ARGUMENT,
+      "status size in bytes is 33, over the limit max-status-bytes=32",
+    ],
+    ["no app id", "ok", { "reqlog-version-id": "v1" }, status.INVALID_ARGUMENT, "SetStatus needs call metadata reqlog-app-id"],
+  ])("refuses %s", async (_name, text, metadata, code, message) => {
+    await setStatus("kept", instance("i-1"));
+    const err = await callError(setStatus(text, metadata));
+    expect(err).toEqual({ code, details: message, reason: "INVALID_REQUEST" });
+    expect((await listStatus({ appId: "forge" })).status.map((s) => s.status)).toEqual(["kept"]);
+  });
+
+  it("refuses ListStatus without an app id", async () => {
+    const err = await callError(listStatus({}));
+    expect(err).toEqual({ code: status.INVALID_ARGUMENT, details: "required field not set: app_id", reason: "INVALID_REQUEST" });
+  });
+});

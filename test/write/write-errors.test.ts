@@ -1,0 +1,130 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { status } from "@grpc/grpc-js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  LogLineSchema,
+  LogUsageRequestSchema,
+  type RequestLog,
+  WriteRequestSchema,
+} from "../../gen/reqlog/v1/log_service_pb.js";
+import { lenient } from "../helpers/lenient-schema.js";
+import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { callError, rawUnaryCall, unaryCall } from "../helpers/test-client.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+
+let ts: TestServer;
+beforeEach(async () => {
+  ts = await startTestServer({ limits: { maxRecordsPerWrite: 3, maxMessageBytes: 64 * 1024 } });
+  // Something stored that every refused call must leave as it is.
+  await write(minimalLog({ requestId: rid("kept"), line: [create(LogLineSchema, { time: t0, level: 2, logMessage: "kept" })] }));
+});
+afterEach(async () => {
+  await ts.close();
+});
+
+function write(...logs: RequestLog[]) {
+  return unaryCall(ts.client, "write", create(WriteRequestSchema, { log: logs }));
+}
+
+function snapshot() {
+  return {
+    requests: ts.db.prepare("SELECT * FROM requests ORDER BY id").all(),
+    lines: ts.db.prepare("SELECT * FROM lines ORDER BY request_key, time, pos").all(),
+    versions: ts.db.prepare("SELECT * FROM versions ORDER BY id").all(),
+  };
+}
+
+function without(log: RequestLog, ...fields: (keyof RequestLog)[]): RequestLog {
+  for (const f of fields) delete (log as unknown as Record<string, unknown>)[f];
+  return log;
+}
+
+/** A WriteRequest whose one record has app_id set to bytes that are not UTF-8. */
+function invalidUtf8Write(): Uint8Array {
+  const good = toBinary(lenient(WriteRequestSchema), create(WriteRequestSchema, { log: [minimalLog({ appId: "\u00e9" })] }));
+  const bytes = Buffer.from(good);
+  const at = bytes.indexOf(Buffer.from("\u00e9", "utf8"));
+  bytes[at] = 0xff;
+  return bytes;
+}
+
+const cases: [string, () => Promise<unknown>, number, string | RegExp][] = [
+  [
+    "a record missing required fields, naming each",
+    () => write(without(minimalLog(), "method", "startTime")),
+    status.INVALID_ARGUMENT,
+    "required fields not set: log[0].start_time, log[0].method",
+  ],
+  [
+    "a record missing its request id",
+    () => write(minimalLog(), without(minimalLog({ requestId: rid("x") }), "requestId")),
+    status.INVALID_ARGUMENT,
+    "required field not set: log[1].request_id",
+  ],
+  [
+    "an app line missing its level",
+    () => write(minimalLog({ line: [without(create(LogLineSchema, { time: t0, level: 1, logMessage: "m" }), "level")] })),
+    status.INVALID_ARGUMENT,
+    "required field not set: log[0].line[0].level",
+  ],
+  ["an empty app id", () => write(minimalLog({ appId: "" })), status.INVALID_ARGUMENT, "log[0].app_id is empty"],
+  [
+    "a request id over 256 bytes",
+    () => write(minimalLog({ requestId: new Uint8Array(257) })),
+    status.INVALID_ARGUMENT,
+    "log[0].request_id is 257 bytes long, over the maximum of 256",
+  ],
+  [
+    "an end time before the start time",
+    () => write(minimalLog({ endTime: t0 - 1n })),
+    status.INVALID_ARGUMENT,
+    `log[0].end_time (${t0 - 1n}) is before log[0].start_time (${t0})`,
+  ],
+  [
+    "an app line level outside 0..4",
+    () => write(minimalLog({ line: [create(LogLineSchema, { time: t0, level: 9, logMessage: "m" })] })),
+    status.INVALID_ARGUMENT,
+    "log[0].line[0].level is 9: levels are 0 (DEBUG) to 4 (CRITICAL)",
+  ],
+  [
+    "more records than max-records-per-write",
+    () => write(...["a", "b", "c", "d"].map((id) => minimalLog({ requestId: rid(id) }))),
+    status.INVALID_ARGUMENT,
+    "number of records in Write is 4, over the limit max-records-per-write=3",
+  ],
+  [
+    "a message over max-message-bytes",
+    () => write(minimalLog({ userAgent: "x".repeat(70 * 1024) })),
+    status.RESOURCE_EXHAUSTED,
+    /^request message is 717\d\d bytes, over the limit max-message-bytes=65536$/,
+  ],
+  [
+    "bytes that are not a WriteRequest",
+    () => rawUnaryCall(ts.client, "/reqlog.v1.LogService/Write", new Uint8Array([0x0a, 0x05, 0x01])),
+    status.INVALID_ARGUMENT,
+    /^cannot decode reqlog\.v1\.WriteRequest: /,
+  ],
+  [
+    "a string that is not UTF-8",
+    () => rawUnaryCall(ts.client, "/reqlog.v1.LogService/Write", invalidUtf8Write()),
+    status.INVALID_ARGUMENT,
+    /^cannot decode reqlog\.v1\.WriteRequest: .*UTF-8/i,
+  ],
+];
+
+describe("Write refusals", () => {
+  it.each(cases)("refuses %s, with INVALID_REQUEST and nothing changed", async (_name, call, code, message) => {
+    const before = snapshot();
+    const err = await callError(call());
+    expect(err.code).toBe(code);
+    if (typeof message === "string") expect(err.details).toBe(message);
+    else expect(err.details).toMatch(message);
+    expect(err.reason).toBe("INVALID_REQUEST");
+    expect(snapshot()).toEqual(before);
+  });
+
+  it("answers Read and Usage with UNIMPLEMENTED until they are built", async () => {
+    const err = await callError(unaryCall(ts.client, "usage", create(LogUsageRequestSchema, { appId: "forge" })));
+    expect(err).toEqual({ code: status.UNIMPLEMENTED, details: "Usage is not implemented yet", reason: "INVALID_REQUEST" });
+  });
+});
