@@ -29,7 +29,6 @@ export async function serve(config: ServeConfig): Promise<void> {
     await store.close();
     throw err;
   });
-  logger.info({ address: server.address, db: config.db, sync: config.sync }, "reqlog serving");
 
   const stop = (signal: string) => {
     logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutting down");
@@ -46,4 +45,7 @@ export async function serve(config: ServeConfig): Promise<void> {
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
+  // Announced only once the signals are handled: whoever waits for this line
+  // may send SIGTERM at once.
+  logger.info({ address: server.address, db: config.db, sync: config.sync }, "reqlog serving");
 }

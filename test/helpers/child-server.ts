@@ -1,0 +1,39 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { packageRoot } from "../../src/package-root.js";
+
+export interface ChildServer {
+  process: ChildProcess;
+  address: string;
+  /** Everything the server wrote to stderr so far (JSON log lines). */
+  stderr(): string;
+  /** Resolves with the exit code (or signal) once the process has ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export const mainScript = join(packageRoot(), "dist", "src", "main.js");
+
+/**
+ * Runs the built `reqlog serve` in a child process (as a user would) and
+ * resolves once it logs the address it serves on.
+ */
+export function startChildServer(args: string[], env: Record<string, string> = {}): Promise<ChildServer> {
+  const child = spawn(process.execPath, [mainScript, "serve", ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  return new Promise((resolve, reject) => {
+    child.stderr!.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const line = stderr.split("\n").find((l) => l.includes('"reqlog serving"'));
+      if (line) resolve({ process: child, address: JSON.parse(line).address, stderr: () => stderr, exited });
+    });
+    exited.then(({ code, signal }) =>
+      reject(new Error(`reqlog serve exited (${code ?? signal}) before serving:\n${stderr}`)),
+    );
+  });
+}
