@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
+import { encodeLogGroup } from "./cli/encode-log-group.js";
 import { serve } from "./cli/serve.js";
 import { parseDuration, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
@@ -79,6 +80,14 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     limits,
   });
 });
+
+program
+  .command("encode-log-group")
+  .description("print the base64 of a UserAppLogGroup given as JSON, for FlushRequest.logs in grpcurl")
+  .argument("<json>", 'e.g. \'{"logLine":[{"timestampUsec":"1795000000000000","level":"1","message":"hi"}]}\'')
+  .action((json: string) => {
+    process.stdout.write(`${encodeLogGroup(json)}\n`);
+  });
 
 program.parseAsync().catch((err: unknown) => {
   process.stderr.write(`reqlog: ${err instanceof Error ? err.message : String(err)}\n`);

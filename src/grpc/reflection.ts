@@ -4,12 +4,17 @@ import type { Server } from "@grpc/grpc-js";
 import { ReflectionService } from "@grpc/reflection";
 import { file_grpc_reflection_v1_reflection } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { file_grpc_reflection_v1alpha_reflection } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import { file_health_v1_health } from "../../gen/health/v1/health_pb.js";
 import { file_reqlog_v1_log_service } from "../../gen/reqlog/v1/log_service_pb.js";
 
-/** The files that reflection describes: ours, health, reflection itself. */
+/**
+ * The files that reflection describes: ours, health, reflection itself, and
+ * google.rpc.Status/ErrorInfo so clients can decode error details.
+ */
 const servedFiles = [
   file_reqlog_v1_log_service,
+  file_google_rpc_status,
   file_health_v1_health,
   file_grpc_reflection_v1_reflection,
   file_grpc_reflection_v1alpha_reflection,

@@ -4,7 +4,9 @@ import { type RequestLog, RequestLogSchema } from "../../gen/reqlog/v1/log_servi
 export const t0 = 1_795_000_000_000_000n;
 
 /** A minimal valid request record (only the fields a writer must give), overridable. */
-export function minimalLog(init: Partial<MessageInitShape<typeof RequestLogSchema>> = {}): RequestLog {
+type LogInit = Exclude<MessageInitShape<typeof RequestLogSchema>, RequestLog>;
+
+export function minimalLog(init: Omit<LogInit, "$typeName"> = {}): RequestLog {
   return create(RequestLogSchema, {
     appId: "forge",
     versionId: "v1",

@@ -34,9 +34,10 @@ function snapshot() {
   };
 }
 
-function without(log: RequestLog, ...fields: (keyof RequestLog)[]): RequestLog {
-  for (const f of fields) delete (log as unknown as Record<string, unknown>)[f];
-  return log;
+/** The message with these fields unset, as a client that leaves them out sends it. */
+function without<T extends object>(message: T, ...fields: (keyof T)[]): T {
+  for (const f of fields) delete message[f];
+  return message;
 }
 
 /** A WriteRequest whose one record has app_id set to bytes that are not UTF-8. */
