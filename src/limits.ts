@@ -38,6 +38,21 @@ export const limitSpecs = {
     kind: "count",
     description: "bytes of one SetStatus text",
   },
+  maxRegexBytes: {
+    default: 1024,
+    kind: "count",
+    description: "bytes of a Read's combined_log_regex or host_regex",
+  },
+  readScanRows: {
+    default: 200_000,
+    kind: "count",
+    description: "records one Read may examine before it returns what it found, with an offset to continue",
+  },
+  readScanMs: {
+    default: 200,
+    kind: "count",
+    description: "milliseconds one Read may scan before it returns what it found, with an offset to continue",
+  },
 } as const satisfies Record<string, LimitSpec>;
 
 export type LimitName = keyof typeof limitSpecs;

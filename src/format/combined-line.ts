@@ -63,3 +63,34 @@ export function formatCombined(log: CombinedFields): string {
     `"${escapeLogItem(request)}" ${log.status} ${log.responseSize} "${orDash(log.referrer)}" "${orDash(log.userAgent)}"`
   );
 }
+
+/** Extra fields of a request record that App Engine appended to `combined` with include_all. */
+export type ExtraFields = Pick<
+  RequestLog,
+  "host" | "latency" | "mcycles" | "cost" | "wasLoadingRequest" | "cloneKey" | "taskQueueName" | "taskName"
+>;
+
+/**
+ * The combined line with the host (include_host) and, for include_all, the
+ * extra fields App Engine appended: ` "host" ms= cpu_ms= cpm_usd= loading_request= instance= queue_name= task_name=`.
+ * ms is the latency in milliseconds, cpu_ms the megacycles at App Engine's
+ * 1.2 GHz reference (mcycles / 1.2), instance the clone key in hex; the
+ * optional ones appear only when set on the record (`isSet`).
+ */
+export function withExtras(
+  combined: string,
+  log: ExtraFields,
+  extras: "none" | "host" | "all",
+  isSet: (field: keyof ExtraFields) => boolean,
+): string {
+  if (extras === "none") return combined;
+  let line = `${combined} "${isSet("host") && log.host ? escapeLogItem(log.host) : "-"}"`;
+  if (extras === "host") return line;
+  line += ` ms=${log.latency / 1000n} cpu_ms=${Math.round(Number(log.mcycles) / 1.2)}`;
+  if (isSet("cost")) line += ` cpm_usd=${log.cost.toFixed(6)}`;
+  if (isSet("wasLoadingRequest")) line += ` loading_request=${log.wasLoadingRequest ? 1 : 0}`;
+  if (isSet("cloneKey")) line += ` instance=${Buffer.from(log.cloneKey).toString("hex")}`;
+  if (isSet("taskQueueName")) line += ` queue_name=${escapeLogItem(log.taskQueueName)}`;
+  if (isSet("taskName")) line += ` task_name=${escapeLogItem(log.taskName)}`;
+  return line;
+}

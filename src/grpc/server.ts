@@ -5,6 +5,7 @@ import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { createFlushHandler } from "../service/flush.js";
 import type { ServiceDeps, UnaryHandler } from "../service/handler.js";
+import { createReadHandler } from "../service/read.js";
 import { createListStatusHandler } from "../service/list-status.js";
 import { createSetStatusHandler } from "../service/set-status.js";
 import { createWriteHandler } from "../service/write.js";
@@ -52,7 +53,7 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
   server.addService(serverDefinition(LogService, deps.limits.maxMessageBytes), {
     flush: unary("Flush", createFlushHandler(deps), logger),
     setStatus: unary("SetStatus", createSetStatusHandler(deps), logger),
-    read: unary("Read", notYet("Read"), logger),
+    read: unary("Read", createReadHandler(deps), logger),
     usage: unary("Usage", notYet("Usage"), logger),
     write: unary("Write", createWriteHandler(deps), logger),
     listStatus: unary("ListStatus", createListStatusHandler(deps), logger),

@@ -1,4 +1,6 @@
 import type { InstanceStatus, RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { Cursor } from "../query/offset-codec.js";
+import type { ReadPlan } from "../query/read-plan.js";
 import type { PreparedRecord } from "../write/prepare-request-log.js";
 import type { AppLine } from "../write/validate-lines.js";
 
@@ -26,6 +28,15 @@ export interface StatusFilter {
   versionId?: string;
 }
 
+/** One page of a Read, before offsets are encoded. */
+export interface ReadResult {
+  records: { log: RequestLog; cursor: Cursor }[];
+  /** Where to continue; set exactly when more matching records may remain. */
+  next?: Cursor;
+  /** Sort time of the last record examined. */
+  lastSortTime?: bigint;
+}
+
 export interface WriteResult {
   /** Request records stored. */
   records: number;
@@ -46,6 +57,10 @@ export interface Store {
   setStatus(instance: InstanceKey, status: string): Promise<void>;
   /** Stored statuses matching the filter, by module, version and instance. */
   listStatus(filter: StatusFilter): InstanceStatus[];
+  /** Executes a validated Read plan: newest first, keyset-paged, within the plan's scan budget. */
+  read(plan: ReadPlan): ReadResult;
+  /** The database's own key for authenticating read offsets. */
+  offsetKey(): Uint8Array;
   /** The stored records of these request ids (those that exist), in the order given, with their lines. */
   getRequests(appId: string, requestIds: readonly Uint8Array[]): RequestLog[];
   /** Commits what is pending and closes the database. */

@@ -1,5 +1,6 @@
-import { type DescField, ScalarType } from "@bufbuild/protobuf";
-import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
+import { create, type DescField, ScalarType } from "@bufbuild/protobuf";
+import { type RequestLog, RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
+import { formatCombined } from "../../format/combined-line.js";
 
 /**
  * RequestLog fields stored one column each, under their proto name. The
@@ -49,4 +50,25 @@ export function fromSql(field: DescField, value: SqlValue): unknown {
     default:
       return value;
   }
+}
+
+/**
+ * A request row (read with safeIntegers, joined with its app and version) as
+ * a RequestLog without lines: unset optional fields stay unset, and a NULL
+ * `combined` is derived from the fields again.
+ */
+export function rowToRequestLog(row: Record<string, unknown>): RequestLog {
+  const log = create(RequestLogSchema, {
+    appId: row.app_id as string,
+    versionId: row.version_id as string,
+    requestId: new Uint8Array(row.request_id as Buffer),
+  });
+  if (row.module_set !== 0n) log.moduleId = row.module_id as string;
+  if (row.finished_set !== null) log.finished = row.finished_set !== 0n;
+  for (const field of recordColumns) {
+    const value = row[field.name] as SqlValue;
+    if (value !== null) (log as unknown as Record<string, unknown>)[field.localName] = fromSql(field, value);
+  }
+  log.combined = (row.combined as string | null) ?? formatCombined(log);
+  return log;
 }

@@ -3,16 +3,15 @@ import type Database from "better-sqlite3";
 import {
   type InstanceStatus,
   InstanceStatusSchema,
-  LogLineSchema,
   type RequestLog,
   RequestLogSchema,
 } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { Clock } from "../../clock.js";
-import { formatCombined } from "../../format/combined-line.js";
 import type { PreparedRecord } from "../../write/prepare-request-log.js";
 import type { AppLine } from "../../write/validate-lines.js";
 import type { InstanceKey, RequestContext, StatusFilter, Store, WriteResult } from "../store.js";
-import { fromSql, recordColumns, toSql } from "./record-columns.js";
+import { recordColumns, toSql } from "./record-columns.js";
+import { createSqliteReader } from "./sqlite-reader.js";
 import { storageError } from "./storage-error.js";
 import { createWriteBatcher } from "./write-batcher.js";
 
@@ -24,6 +23,7 @@ type Row = Record<string, unknown>;
  */
 export function createSqliteStore(db: Database.Database, now: Clock): Store {
   const batcher = createWriteBatcher(db);
+  const reader = createSqliteReader(db);
   const columnNames = recordColumns.map((f) => f.name);
 
   const stmt = {
@@ -78,15 +78,7 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
           AND (@version IS NULL OR version_id = @version)
         ORDER BY module_id, version_id, instance_id`)
       .safeIntegers(true),
-    recordById: db
-      .prepare(`
-        SELECT r.*, a.app_id, v.module_id, v.version_id FROM requests r
-        JOIN versions v ON v.id = r.version_key JOIN apps a ON a.id = r.app_key
-        WHERE r.app_key = ? AND r.request_id = ?`)
-      .safeIntegers(true),
-    linesOf: db
-      .prepare("SELECT time, level, message FROM lines WHERE request_key = ? ORDER BY time, pos")
-      .safeIntegers(true),
+    offsetKey: db.prepare("SELECT value FROM meta WHERE key = 'offset_key'").pluck(),
   };
 
   function appKey(appId: string): number {
@@ -152,34 +144,6 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
     return insertLines(id, lines);
   }
 
-  function toRequestLog(row: Row): RequestLog {
-    const log = create(RequestLogSchema, {
-      appId: row.app_id as string,
-      versionId: row.version_id as string,
-      requestId: new Uint8Array(row.request_id as Buffer),
-    });
-    if (row.module_set !== 0n) log.moduleId = row.module_id as string;
-    if (row.finished_set !== null) log.finished = row.finished_set !== 0n;
-    for (const field of recordColumns) {
-      const value = row[field.name];
-      if (value !== null) {
-        (log as unknown as Record<string, unknown>)[field.localName] = fromSql(
-          field,
-          value as Parameters<typeof fromSql>[1],
-        );
-      }
-    }
-    log.combined = (row.combined as string | null) ?? formatCombined(log);
-    log.line = (stmt.linesOf.all(row.id) as Row[]).map((l) =>
-      create(LogLineSchema, {
-        time: l.time as bigint,
-        level: Number(l.level),
-        logMessage: l.message as string,
-      }),
-    );
-    return log;
-  }
-
   function guard<T>(work: Promise<T>): Promise<T> {
     return work.catch((err: unknown) => {
       throw storageError(err);
@@ -239,25 +203,24 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
       }
     },
 
-    getRequests(appId, requestIds) {
+    read(plan) {
       try {
-        const app = stmt.appKey.get(appId) as number | undefined;
-        if (app === undefined) return [];
-        const seen = new Set<string>();
-        const logs: RequestLog[] = [];
-        for (const requestId of requestIds) {
-          const key = Buffer.from(requestId).toString("hex");
-          if (seen.has(key)) continue;
-          seen.add(key);
-          const row = stmt.recordById.get(app, toSql(RequestLogSchema.field.requestId, requestId)) as
-            | Row
-            | undefined;
-          if (row) logs.push(toRequestLog(row));
-        }
-        return logs;
+        return reader.read(plan);
       } catch (err) {
         throw storageError(err);
       }
+    },
+
+    getRequests(appId, requestIds) {
+      try {
+        return reader.getRequests(appId, requestIds);
+      } catch (err) {
+        throw storageError(err);
+      }
+    },
+
+    offsetKey() {
+      return new Uint8Array(stmt.offsetKey.get() as Buffer);
     },
 
     async close() {

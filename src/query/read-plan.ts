@@ -1,0 +1,128 @@
+import { isFieldSet } from "@bufbuild/protobuf";
+import RE2 from "re2";
+import { LogModuleVersionSchema, type LogReadRequest, LogReadRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { exceeded, type Limits } from "../limits.js";
+import { ReqlogError } from "../reqlog-error.js";
+import { checkIdentifier } from "../write/identifiers.js";
+import type { Cursor, OffsetCodec } from "./offset-codec.js";
+
+/** Which extra fields a returned `combined` line carries (include_host / include_all). */
+export type CombinedExtras = "none" | "host" | "all";
+
+/** A validated, clamped Read: what the store executes. */
+export interface ReadPlan {
+  appId: string;
+  /** (module, version) pairs, ORed; a pair without a version means all of the module's; undefined = all. */
+  versions?: { moduleId: string; versionId?: string }[];
+  /** Request-id mode: exactly these, in this order, once each. */
+  requestIds?: Uint8Array[];
+  /** Inclusive lower bound on sort time (µs). */
+  startTime?: bigint;
+  /** Exclusive upper bound on sort time (µs). */
+  endTime?: bigint;
+  /** Continue after this position. */
+  after?: Cursor;
+  includeIncomplete: boolean;
+  minimumLogLevel?: number;
+  combinedRegex?: RE2;
+  hostRegex?: RE2;
+  replicaIndex?: number;
+  count: number;
+  /** undefined: no app lines; else the last `perRequest` lines (all when undefined). */
+  appLogs?: { perRequest?: number };
+  combinedExtras: CombinedExtras;
+  /** The most rows examined, and the longest time spent, before returning what was found. */
+  budget: { rows: number; ms: number };
+}
+
+export const defaultCount = 20;
+export const maxCount = 1000;
+
+function compileRegex(pattern: string, field: string, limits: Limits): RE2 {
+  const bytes = Buffer.byteLength(pattern, "utf8");
+  if (bytes > limits.maxRegexBytes) throw exceeded(limits, "maxRegexBytes", bytes, `${field} length in bytes`);
+  try {
+    return new RE2(pattern, "u");
+  } catch (err) {
+    throw ReqlogError.invalid(`${field} is not a valid RE2 pattern: ${err instanceof Error ? err.message : err}`);
+  }
+}
+
+/**
+ * Validates a LogReadRequest and turns it into a plan. Every error names
+ * the field; nothing unchecked reaches the store.
+ */
+export function planRead(request: LogReadRequest, limits: Limits, offsets: OffsetCodec): ReadPlan {
+  const f = LogReadRequestSchema.field;
+  const has = (field: (typeof f)[keyof typeof f]) => isFieldSet(request, field);
+  if (!has(f.appId)) throw ReqlogError.invalid("required field not set: app_id");
+  checkIdentifier(request.appId, "app_id");
+
+  if (request.versionId.length > 0 && request.moduleVersion.length > 0) {
+    throw ReqlogError.invalid("give version_id or module_version, not both (version_id is the deprecated form)");
+  }
+  const versions =
+    request.moduleVersion.length > 0
+      ? request.moduleVersion.map((mv) => ({
+          moduleId: mv.moduleId,
+          versionId: isFieldSet(mv, LogModuleVersionSchema.field.versionId) ? mv.versionId : undefined,
+        }))
+      : request.versionId.length > 0
+        ? request.versionId.map((versionId) => ({ moduleId: "default", versionId }))
+        : undefined;
+
+  const count = has(f.count) ? request.count : BigInt(defaultCount);
+  if (count < 1n || count > BigInt(maxCount)) {
+    throw ReqlogError.invalid(`count is ${count}: it must be 1 to ${maxCount} (default ${defaultCount})`);
+  }
+  if (has(f.minimumLogLevel) && (request.minimumLogLevel < 0 || request.minimumLogLevel > 4)) {
+    throw ReqlogError.invalid(`minimum_log_level is ${request.minimumLogLevel}: levels are 0 (DEBUG) to 4 (CRITICAL)`);
+  }
+  if (has(f.numShards) && request.numShards < 0) {
+    throw ReqlogError.invalid(`num_shards is ${request.numShards}: it must not be negative`);
+  }
+  if (has(f.appLogsPerRequest) && request.appLogsPerRequest < 0) {
+    throw ReqlogError.invalid(`app_logs_per_request is ${request.appLogsPerRequest}: it must not be negative`);
+  }
+  if (has(f.startTime) && has(f.endTime) && request.startTime > request.endTime) {
+    throw ReqlogError.invalid(`start_time (${request.startTime}) is after end_time (${request.endTime})`);
+  }
+
+  let requestIds: Uint8Array[] | undefined;
+  if (request.requestId.length > 0) {
+    if (has(f.startTime) || has(f.endTime) || has(f.offset)) {
+      throw ReqlogError.invalid("request_id cannot be combined with start_time, end_time or offset");
+    }
+    if (request.requestId.length > maxCount) {
+      throw ReqlogError.invalid(`request_id lists ${request.requestId.length} ids: at most ${maxCount}`);
+    }
+    requestIds = request.requestId;
+  }
+
+  let after: Cursor | undefined;
+  if (has(f.offset)) {
+    const bytes = request.offset!.requestId;
+    if (bytes.length === 0) throw ReqlogError.invalid("offset is empty: pass back an offset exactly as a Read returned it");
+    after = offsets.decode(request.appId, bytes);
+  }
+
+  return {
+    appId: request.appId,
+    versions,
+    requestIds,
+    startTime: has(f.startTime) ? request.startTime : undefined,
+    endTime: has(f.endTime) ? request.endTime : undefined,
+    after,
+    includeIncomplete: request.includeIncomplete,
+    minimumLogLevel: has(f.minimumLogLevel) ? request.minimumLogLevel : undefined,
+    combinedRegex: has(f.combinedLogRegex) ? compileRegex(request.combinedLogRegex, "combined_log_regex", limits) : undefined,
+    hostRegex: has(f.hostRegex) ? compileRegex(request.hostRegex, "host_regex", limits) : undefined,
+    replicaIndex: has(f.replicaIndex) ? request.replicaIndex : undefined,
+    count: Number(count),
+    appLogs: request.includeAppLogs
+      ? { perRequest: has(f.appLogsPerRequest) && request.appLogsPerRequest > 0 ? request.appLogsPerRequest : undefined }
+      : undefined,
+    combinedExtras: request.includeAll ? "all" : request.includeHost ? "host" : "none",
+    budget: { rows: limits.readScanRows, ms: limits.readScanMs },
+  };
+}
