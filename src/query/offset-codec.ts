@@ -1,14 +1,19 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { ReqlogError } from "../reqlog-error.js";
 
-/** A position in the newest-first order: the sort time and unique id of a record. */
+/**
+ * A position in the newest-first order: the sort time and unique id of a
+ * record, as the order stood at `snapshot` (the change sequence number when
+ * the first page was read).
+ */
 export interface Cursor {
+  snapshot: bigint;
   sortTime: bigint;
   id: bigint;
 }
 
 const version = 1;
-const payloadBytes = 1 + 8 + 8;
+const payloadBytes = 1 + 8 + 8 + 8;
 const tagBytes = 8;
 
 export interface OffsetCodec {
@@ -18,8 +23,8 @@ export interface OffsetCodec {
 }
 
 /**
- * Offsets are opaque, versioned bytes: version (1), sort time (8), id (8) and
- * a tag (8) = HMAC-SHA256 of the app id and those bytes under the database's
+ * Offsets are opaque, versioned bytes: version (1), snapshot (8), sort time
+ * (8), id (8) and a tag (8) = HMAC-SHA256 of the app id and those bytes under the database's
  * own key. The tag makes a tampered or foreign offset fail to decode instead
  * of silently positioning the cursor somewhere else.
  */
@@ -31,8 +36,9 @@ export function createOffsetCodec(key: Uint8Array): OffsetCodec {
     encode(appId, cursor) {
       const bytes = Buffer.alloc(payloadBytes + tagBytes);
       bytes.writeUInt8(version, 0);
-      bytes.writeBigInt64BE(cursor.sortTime, 1);
-      bytes.writeBigInt64BE(cursor.id, 9);
+      bytes.writeBigInt64BE(cursor.snapshot, 1);
+      bytes.writeBigInt64BE(cursor.sortTime, 9);
+      bytes.writeBigInt64BE(cursor.id, 17);
       tag(appId, bytes.subarray(0, payloadBytes)).copy(bytes, payloadBytes);
       return new Uint8Array(bytes);
     },
@@ -45,7 +51,7 @@ export function createOffsetCodec(key: Uint8Array): OffsetCodec {
       if (!timingSafeEqual(expected, bytes.subarray(payloadBytes))) {
         throw ReqlogError.invalid("offset is not valid for this app (altered, or from another app or database)");
       }
-      return { sortTime: bytes.readBigInt64BE(1), id: bytes.readBigInt64BE(9) };
+      return { snapshot: bytes.readBigInt64BE(1), sortTime: bytes.readBigInt64BE(9), id: bytes.readBigInt64BE(17) };
     },
   };
 }

@@ -34,8 +34,10 @@ export function createSqliteReader(db: Database.Database) {
       .safeIntegers(true),
     versionKeys: db.prepare("SELECT id FROM versions WHERE app_key = ? AND module_id = ?").pluck(),
     versionKey: db.prepare("SELECT id FROM versions WHERE app_key = ? AND module_id = ? AND version_id = ?").pluck(),
+    currentSeq: db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().safeIntegers(true),
   };
   const scans = new Map<string, Database.Statement>();
+  const currentSeq = () => stmt.currentSeq.get() as bigint;
 
   function linesOf(requestKey: bigint, perRequest?: number): { lines: LogLine[]; truncated: boolean } {
     const rows = (
@@ -81,20 +83,7 @@ export function createSqliteReader(db: Database.Database) {
     return [...keys];
   }
 
-  /** The filters SQL can apply, as a cached statement per shape. */
-  function scanStatement(plan: ReadPlan, versions: number[] | undefined): Database.Statement {
-    const where = ["r.app_key = @app"];
-    if (!plan.includeIncomplete) where.push("r.finished = 1");
-    if (plan.startTime !== undefined) where.push("r.sort_time >= @start");
-    if (plan.endTime !== undefined) where.push("r.sort_time < @end");
-    if (plan.after) {
-      // The redundant `<=` lets SQLite use the index range; the OR is the exact keyset bound.
-      where.push("r.sort_time <= @afterTime AND (r.sort_time < @afterTime OR r.id < @afterId)");
-    }
-    if (versions) where.push(`r.version_key IN (${versions.map((k) => Number(k)).join(", ")})`);
-    if (plan.minimumLogLevel !== undefined) where.push("r.max_level >= @level");
-    if (plan.replicaIndex !== undefined) where.push("coalesce(r.replica_index, -1) = @replica");
-    const sql = `${recordSelect} WHERE ${where.join(" AND ")} ORDER BY r.sort_time DESC, r.id DESC`;
+  function cached(sql: string): Database.Statement {
     let statement = scans.get(sql);
     if (!statement) {
       statement = db.prepare(sql).safeIntegers(true);
@@ -102,6 +91,51 @@ export function createSqliteReader(db: Database.Database) {
       scans.set(sql, statement);
     }
     return statement;
+  }
+
+  /** Filters on the record's current values that SQL applies. */
+  function valueFilters(plan: ReadPlan, versions: number[] | undefined): string[] {
+    const where = ["r.app_key = @app"];
+    if (!plan.includeIncomplete) where.push("r.finished = 1");
+    if (versions) where.push(`r.version_key IN (${versions.map((k) => Number(k)).join(", ")})`);
+    if (plan.minimumLogLevel !== undefined) where.push("r.max_level >= @level");
+    if (plan.replicaIndex !== undefined) where.push("coalesce(r.replica_index, -1) = @replica");
+    return where;
+  }
+
+  /**
+   * Records unchanged since the snapshot, newest first by sort time: their
+   * sort time now is where they stood then. The keyset bound and time range
+   * go to SQL, so the scan starts right after the cursor on the index.
+   */
+  function unchangedScan(plan: ReadPlan, versions: number[] | undefined): Database.Statement {
+    const where = [...valueFilters(plan, versions), "r.seq <= @snapshot"];
+    if (plan.startTime !== undefined) where.push("r.sort_time >= @start");
+    if (plan.endTime !== undefined) where.push("r.sort_time < @end");
+    if (plan.after) {
+      // The redundant `<=` lets SQLite use the index range; the OR is the exact keyset bound.
+      where.push("r.sort_time <= @afterTime AND (r.sort_time < @afterTime OR r.id < @afterId)");
+    }
+    return cached(
+      `SELECT r.*, a.app_id, v.module_id, v.version_id, r.sort_time AS key_time FROM requests r
+       JOIN versions v ON v.id = r.version_key JOIN apps a ON a.id = r.app_key
+       WHERE ${where.join(" AND ")} ORDER BY r.sort_time DESC, r.id DESC`,
+    );
+  }
+
+  /**
+   * Records that existed at the snapshot and changed since, each with the sort
+   * time it had then (its first move after the snapshot, else its sort time).
+   */
+  function changedScan(plan: ReadPlan, versions: number[] | undefined): Database.Statement {
+    const where = [...valueFilters(plan, versions), "r.seq > @snapshot", "r.created_seq <= @snapshot"];
+    return cached(
+      `SELECT r.*, a.app_id, v.module_id, v.version_id, coalesce(
+         (SELECT m.old_sort_time FROM moves m WHERE m.request_key = r.id AND m.seq > @snapshot
+          ORDER BY m.seq LIMIT 1), r.sort_time) AS key_time
+       FROM requests r JOIN versions v ON v.id = r.version_key JOIN apps a ON a.id = r.app_key
+       WHERE ${where.join(" AND ")}`,
+    );
   }
 
   /** The filters only JS can apply: RE2 on combined and host. */
@@ -127,44 +161,86 @@ export function createSqliteReader(db: Database.Database) {
     return log;
   }
 
-  const cursorOf = (row: Row): Cursor => ({ sortTime: row.sort_time as bigint, id: row.id as bigint });
+  const newerFirst = (a: Row, b: Row): number => {
+    const ka = a.key_time as bigint;
+    const kb = b.key_time as bigint;
+    if (ka !== kb) return ka > kb ? -1 : 1;
+    return (a.id as bigint) > (b.id as bigint) ? -1 : 1;
+  };
+
+  function passesFilters(row: Row, plan: ReadPlan): boolean {
+    return (
+      (plan.includeIncomplete || row.finished === 1n) &&
+      (plan.minimumLogLevel === undefined ||
+        (row.max_level !== null && (row.max_level as bigint) >= BigInt(plan.minimumLogLevel))) &&
+      (plan.replicaIndex === undefined || Number(row.replica_index ?? -1n) === plan.replicaIndex) &&
+      matchesRegexes(row, plan)
+    );
+  }
+
+  /** The keyset scan of one page: unchanged and changed records merged in snapshot order. */
+  function* scan(app: number, plan: ReadPlan, versions: number[] | undefined, snapshot: bigint): Generator<Row> {
+    const params = Object.fromEntries(
+      Object.entries({
+        app,
+        snapshot,
+        start: plan.startTime,
+        end: plan.endTime,
+        afterTime: plan.after?.sortTime,
+        afterId: plan.after?.id,
+        level: plan.minimumLogLevel,
+        replica: plan.replicaIndex,
+      }).filter(([, v]) => v !== undefined),
+    );
+    let changed: Row[] = [];
+    if (snapshot < currentSeq()) {
+      const after = plan.after;
+      const { start: _s, end: _e, afterTime: _t, afterId: _i, ...changedParams } = params;
+      changed = (changedScan(plan, versions).all(changedParams) as Row[])
+        .filter((row) => {
+          const key = row.key_time as bigint;
+          return (
+            (plan.startTime === undefined || key >= plan.startTime) &&
+            (plan.endTime === undefined || key < plan.endTime) &&
+            (!after || key < after.sortTime || (key === after.sortTime && (row.id as bigint) < after.id))
+          );
+        })
+        .sort(newerFirst);
+    }
+    let next = 0;
+    for (const row of unchangedScan(plan, versions).iterate(params) as IterableIterator<Row>) {
+      while (next < changed.length && newerFirst(changed[next]!, row) < 0) yield changed[next++]!;
+      yield row;
+    }
+    while (next < changed.length) yield changed[next++]!;
+  }
 
   function read(plan: ReadPlan): ReadResult {
     const app = stmt.appKey.get(plan.appId) as number | undefined;
+    const snapshot = plan.after?.snapshot ?? currentSeq();
+    const cursorOf = (row: Row): Cursor => ({ snapshot, sortTime: row.key_time as bigint, id: row.id as bigint });
     if (app === undefined) return { records: [] };
     if (plan.requestIds) {
+      const versions = versionKeys(app, plan);
       const rows = recordRows(app, plan.requestIds).filter(
-        (row) =>
-          (plan.includeIncomplete || row.finished === 1n) &&
-          (!plan.versions || versionKeys(app, plan)!.includes(Number(row.version_key))) &&
-          (plan.minimumLogLevel === undefined || (row.max_level !== null && (row.max_level as bigint) >= BigInt(plan.minimumLogLevel))) &&
-          (plan.replicaIndex === undefined || Number(row.replica_index ?? -1n) === plan.replicaIndex) &&
-          matchesRegexes(row, plan),
+        (row) => (!versions || versions.includes(Number(row.version_key))) && passesFilters(row, plan),
       );
-      return { records: rows.map((row) => ({ log: toLog(row, plan), cursor: cursorOf(row) })) };
+      return {
+        records: rows.map((row) => ({ log: toLog(row, plan), cursor: cursorOf({ ...row, key_time: row.sort_time }) })),
+      };
     }
-
     const versions = versionKeys(app, plan);
     if (versions && versions.length === 0) return { records: [] };
-    const params = {
-      app,
-      start: plan.startTime,
-      end: plan.endTime,
-      afterTime: plan.after?.sortTime,
-      afterId: plan.after?.id,
-      level: plan.minimumLogLevel,
-      replica: plan.replicaIndex,
-    };
-    const used = Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined));
 
     const started = performance.now();
     const matched: Row[] = [];
     let examined = 0;
     let lastExamined: Row | undefined;
     let next: Cursor | undefined;
-    for (const row of scanStatement(plan, versions).iterate(used) as IterableIterator<Row>) {
+    for (const row of scan(app, plan, versions, snapshot)) {
       examined++;
       lastExamined = row;
+      // SQL applied the value filters to both streams; RE2 is left.
       if (matchesRegexes(row, plan)) {
         if (matched.length === plan.count) {
           // One more match exists: the page is full and more remain.
@@ -183,7 +259,7 @@ export function createSqliteReader(db: Database.Database) {
     return {
       records: matched.map((row) => ({ log: toLog(row, plan), cursor: cursorOf(row) })),
       next,
-      lastSortTime: lastExamined ? (lastExamined.sort_time as bigint) : undefined,
+      lastSortTime: lastExamined ? (lastExamined.key_time as bigint) : undefined,
     };
   }
 

@@ -17,6 +17,14 @@ import { createWriteBatcher } from "./write-batcher.js";
 
 type Row = Record<string, unknown>;
 
+/** What a write needs to know of a stored row (read with safeIntegers). */
+interface ExistingRow {
+  id: bigint;
+  has_record: bigint;
+  finished: bigint;
+  sort_time: bigint;
+}
+
 /**
  * The SQLite store. Every public method owns one transaction (writes share
  * theirs through the group-commit batcher); private helpers take the handle.
@@ -33,33 +41,32 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
       .prepare("SELECT id FROM versions WHERE app_key = ? AND module_id = ? AND version_id = ?")
       .pluck(),
     insertVersion: db.prepare("INSERT INTO versions (app_key, module_id, version_id) VALUES (?, ?, ?)"),
-    requestByKey: db.prepare(
-      "SELECT id, has_record, finished FROM requests WHERE app_key = ? AND request_id = ?",
-    ),
+    requestByKey: db
+      .prepare("SELECT id, has_record, finished, sort_time FROM requests WHERE app_key = ? AND request_id = ?")
+      .safeIntegers(true),
     upsertRecord: db.prepare(`
       INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, module_set, finished_set, combined, ${columnNames.join(", ")})
+        updated_at, seq, created_seq, module_set, finished_set, combined, ${columnNames.join(", ")})
       VALUES (@app_key, @version_key, @request_id, 1, @finished, @sort_time,
-        @updated_at, @module_set, @finished_set, @combined, ${columnNames.map((c) => `@${c}`).join(", ")})
+        @updated_at, @seq, @seq, @module_set, @finished_set, @combined, ${columnNames.map((c) => `@${c}`).join(", ")})
       ON CONFLICT (app_key, request_id) DO UPDATE SET
         version_key = excluded.version_key, has_record = 1, finished = excluded.finished,
-        sort_time = excluded.sort_time, updated_at = excluded.updated_at,
+        sort_time = excluded.sort_time, updated_at = excluded.updated_at, seq = excluded.seq,
         module_set = excluded.module_set, finished_set = excluded.finished_set,
-        combined = excluded.combined, ${columnNames.map((c) => `${c} = excluded.${c}`).join(", ")}
-      -- A finished record is never turned back into an in-progress one by a
-      -- late or retried in-progress write.
-      WHERE NOT (requests.has_record = 1 AND requests.finished = 1 AND excluded.finished = 0)`),
+        combined = excluded.combined, ${columnNames.map((c) => `${c} = excluded.${c}`).join(", ")}`),
     insertStub: db.prepare(`
       INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, module_set, finished_set, ip, start_time, end_time, latency, mcycles, method,
-        resource, http_version, status, response_size, url_map_entry)
-      VALUES (?, ?, ?, 0, 0, @now, @now, ?, 0, '', ?, 0, 0, 0, '', '', '', 0, 0, '')`),
-    touchForLines: db.prepare(`
-      UPDATE requests SET
-        updated_at = @now,
-        sort_time = CASE WHEN finished = 1 THEN sort_time ELSE @now END,
+        updated_at, seq, created_seq, module_set, finished_set, ip, start_time, end_time, latency,
+        mcycles, method, resource, http_version, status, response_size, url_map_entry)
+      VALUES (@app, @version, @request_id, 0, 0, @now, @now, @seq, @seq, @module_set, 0, '', @first,
+        0, 0, 0, '', '', '', 0, 0, '')`),
+    touch: db.prepare(`
+      UPDATE requests SET updated_at = @now, sort_time = @sort_time, seq = @seq,
         start_time = CASE WHEN has_record = 0 THEN min(start_time, @first) ELSE start_time END
       WHERE id = @id`),
+    insertMove: db.prepare("INSERT OR IGNORE INTO moves (request_key, seq, old_sort_time) VALUES (?, ?, ?)"),
+    lastSeq: db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().safeIntegers(true),
+    saveSeq: db.prepare("UPDATE meta SET value = ? WHERE key = 'seq'"),
     insertLine: db.prepare(
       "INSERT OR IGNORE INTO lines (request_key, time, pos, level, message) VALUES (?, ?, ?, ?, ?)",
     ),
@@ -91,7 +98,7 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
     return found ?? Number(stmt.insertVersion.run(app, moduleId, versionId).lastInsertRowid);
   }
 
-  function insertLines(requestKey: number, lines: readonly AppLine[]): number {
+  function insertLines(requestKey: bigint, lines: readonly AppLine[]): number {
     let added = 0;
     let maxLevel = -1;
     for (const line of lines) {
@@ -102,16 +109,40 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
     return added;
   }
 
+  // Every change to a request row takes the next sequence number (kept in
+  // meta within the same transaction), so Tail and paged Reads can tell what
+  // changed after a point. Numbers used by a rolled-back write are skipped.
+  let seq = stmt.lastSeq.get() as bigint;
+  function nextSeq(): bigint {
+    seq += 1n;
+    stmt.saveSeq.run(seq);
+    return seq;
+  }
+
+  /** Moves a row to a new sort time, remembering where it stood for paged Reads. */
+  function noteMove(existing: ExistingRow, sortTime: bigint, changeSeq: bigint): void {
+    if (existing.sort_time !== sortTime) stmt.insertMove.run(existing.id, changeSeq, existing.sort_time);
+  }
+
   function writeRecord(record: PreparedRecord, at: bigint): number {
     const log = record.log;
     const app = appKey(log.appId);
+    const requestId = toSql(RequestLogSchema.field.requestId, log.requestId);
+    const existing = stmt.requestByKey.get(app, requestId) as ExistingRow | undefined;
+    if (existing && existing.has_record === 1n && existing.finished === 1n && !log.finished) {
+      // A finished record is never turned back into an in-progress one by a
+      // late or retried in-progress write; its lines are still kept.
+      return flushInto(existing, record.lines, at, log.startTime);
+    }
+    const changeSeq = nextSeq();
     const row: Row = {
       app_key: app,
       version_key: versionKey(app, log.moduleId, log.versionId),
-      request_id: toSql(RequestLogSchema.field.requestId, log.requestId),
+      request_id: requestId,
       finished: log.finished ? 1 : 0,
       sort_time: log.finished ? log.endTime : at,
       updated_at: at,
+      seq: changeSeq,
       module_set: isFieldSet(log, RequestLogSchema.field.moduleId) ? 1 : 0,
       finished_set: isFieldSet(log, RequestLogSchema.field.finished) ? (log.finished ? 1 : 0) : null,
       combined: record.storedCombined ?? null,
@@ -119,9 +150,21 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
     for (const field of recordColumns) {
       row[field.name] = isFieldSet(log, field) ? toSql(field, log[field.localName as keyof RequestLog]) : null;
     }
-    stmt.upsertRecord.run(row);
-    const { id } = stmt.requestByKey.get(app, row.request_id) as { id: number };
+    if (existing) noteMove(existing, row.sort_time as bigint, changeSeq);
+    const inserted = stmt.upsertRecord.run(row);
+    // On conflict SQLite updates in place, and lastInsertRowid is not the row's.
+    const id = existing ? existing.id : BigInt(inserted.lastInsertRowid);
     return insertLines(id, record.lines);
+  }
+
+  /** Adds lines to an existing row: a change (new seq); an in-progress row moves to now. */
+  function flushInto(existing: ExistingRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
+    if (lines.length === 0) return 0;
+    const changeSeq = nextSeq();
+    const sortTime = existing.finished === 1n ? existing.sort_time : at;
+    noteMove(existing, sortTime, changeSeq);
+    stmt.touch.run({ now: at, sort_time: sortTime, seq: changeSeq, first, id: existing.id });
+    return insertLines(existing.id, lines);
   }
 
   function flushLines(request: RequestContext, lines: readonly AppLine[], at: bigint): number {
@@ -129,19 +172,18 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
     const app = appKey(request.appId);
     const requestId = toSql(RequestLogSchema.field.requestId, request.requestId);
     const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
-    const existing = stmt.requestByKey.get(app, requestId) as { id: number } | undefined;
-    let id: number;
-    if (existing) {
-      id = existing.id;
-      stmt.touchForLines.run({ now: at, first, id });
-    } else {
-      const version = versionKey(app, request.moduleId, request.versionId);
-      id = Number(
-        stmt.insertStub.run(app, version, requestId, request.moduleSet ? 1 : 0, first, { now: at })
-          .lastInsertRowid,
-      );
-    }
-    return insertLines(id, lines);
+    const existing = stmt.requestByKey.get(app, requestId) as ExistingRow | undefined;
+    if (existing) return flushInto(existing, lines, at, first);
+    const id = stmt.insertStub.run({
+      app,
+      version: versionKey(app, request.moduleId, request.versionId),
+      request_id: requestId,
+      now: at,
+      seq: nextSeq(),
+      module_set: request.moduleSet ? 1 : 0,
+      first,
+    }).lastInsertRowid;
+    return insertLines(BigInt(id), lines);
   }
 
   function guard<T>(work: Promise<T>): Promise<T> {

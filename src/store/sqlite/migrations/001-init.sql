@@ -25,6 +25,8 @@ CREATE TABLE requests (
   finished INTEGER NOT NULL,         -- the effective value (proto default true)
   sort_time INTEGER NOT NULL,        -- end_time if finished, else updated_at
   updated_at INTEGER NOT NULL,       -- server time of the last write or flush
+  seq INTEGER NOT NULL,              -- change sequence number of the last change
+  created_seq INTEGER NOT NULL,      -- change sequence number of the insert
   max_level INTEGER,                 -- highest app line level, NULL without lines
   module_set INTEGER NOT NULL,       -- module_id was set explicitly
   finished_set INTEGER,              -- finished as written, NULL when unset
@@ -65,6 +67,19 @@ CREATE UNIQUE INDEX requests_by_request_id ON requests (app_key, request_id);
 -- Newest first by sort time, `id` as the tie-break: the Read path's keyset order.
 CREATE INDEX requests_by_time ON requests (app_key, sort_time, id);
 CREATE INDEX requests_by_version_time ON requests (version_key, sort_time, id);
+-- Records changed since a sequence number: Tail, and paging from a snapshot.
+CREATE INDEX requests_by_seq ON requests (app_key, seq);
+
+-- Where a record stood in the newest-first order before a change moved it.
+-- A paged Read positions every record where it stood when its first page was
+-- read (the offset's snapshot), so a record updated between pages is neither
+-- skipped nor repeated.
+CREATE TABLE moves (
+  request_key INTEGER NOT NULL,
+  seq INTEGER NOT NULL,              -- the change that moved the record
+  old_sort_time INTEGER NOT NULL,
+  PRIMARY KEY (request_key, seq)
+) WITHOUT ROWID;
 
 -- App log lines. The key makes a re-sent line (same request, time, position in
 -- its flush, level and message) a no-op, so retried flushes are not doubled.
