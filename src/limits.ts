@@ -2,8 +2,8 @@ import { ReqlogError } from "./reqlog-error.js";
 
 interface LimitSpec {
   default: number;
-  /** "size" limits answer RESOURCE_EXHAUSTED, "count" limits INVALID_ARGUMENT. */
-  kind: "size" | "count";
+  /** The gRPC code of a request over the limit. */
+  code: "RESOURCE_EXHAUSTED" | "INVALID_ARGUMENT";
   description: string;
 }
 
@@ -15,43 +15,48 @@ interface LimitSpec {
 export const limitSpecs = {
   maxMessageBytes: {
     default: 16 * 1024 * 1024,
-    kind: "size",
+    code: "RESOURCE_EXHAUSTED",
     description: "largest request message, in bytes",
   },
   maxRecordsPerWrite: {
     default: 1000,
-    kind: "count",
+    code: "INVALID_ARGUMENT",
     description: "request records in one Write",
   },
   maxLinesPerFlush: {
     default: 10_000,
-    kind: "count",
+    code: "INVALID_ARGUMENT",
     description: "app log lines in one Flush, or attached to one record in a Write",
   },
   maxLineBytes: {
     default: 64 * 1024,
-    kind: "size",
+    code: "RESOURCE_EXHAUSTED",
     description: "bytes of one app log line's message",
   },
   maxStatusBytes: {
     default: 4096,
-    kind: "count",
+    code: "INVALID_ARGUMENT",
     description: "bytes of one SetStatus text",
   },
   maxRegexBytes: {
     default: 1024,
-    kind: "count",
+    code: "INVALID_ARGUMENT",
     description: "bytes of a Read's combined_log_regex or host_regex",
   },
   readScanRows: {
     default: 200_000,
-    kind: "count",
+    code: "INVALID_ARGUMENT",
     description: "records one Read may examine before it returns what it found, with an offset to continue",
   },
   readScanMs: {
     default: 200,
-    kind: "count",
+    code: "INVALID_ARGUMENT",
     description: "milliseconds one Read may scan before it returns what it found, with an offset to continue",
+  },
+  maxTails: {
+    default: 64,
+    code: "RESOURCE_EXHAUSTED",
+    description: "Tail calls open at once",
   },
 } as const satisfies Record<string, LimitSpec>;
 
@@ -77,5 +82,5 @@ export function limitEnv(name: LimitName): string {
 /** The one message template of every limit. */
 export function exceeded(limits: Limits, name: LimitName, actual: number, what: string): ReqlogError {
   const message = `${what} is ${actual}, over the limit ${limitFlag(name)}=${limits[name]}`;
-  return limitSpecs[name].kind === "size" ? ReqlogError.exhausted(message) : ReqlogError.invalid(message);
+  return limitSpecs[name].code === "RESOURCE_EXHAUSTED" ? ReqlogError.exhausted(message) : ReqlogError.invalid(message);
 }

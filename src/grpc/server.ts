@@ -7,10 +7,12 @@ import { createFlushHandler } from "../service/flush.js";
 import type { ServiceDeps, UnaryHandler } from "../service/handler.js";
 import { createReadHandler } from "../service/read.js";
 import { createListStatusHandler } from "../service/list-status.js";
+import { createTailService } from "../service/tail.js";
 import { createSetStatusHandler } from "../service/set-status.js";
 import { createWriteHandler } from "../service/write.js";
 import { addReflection } from "./reflection.js";
 import { serverDefinition } from "./service-definition.js";
+import { serverStream } from "./server-stream.js";
 import { unary } from "./unary.js";
 
 export interface ServerOptions {
@@ -30,6 +32,8 @@ export interface RunningServer {
    * (cut off after shutdownTimeoutMs), then the store is closed.
    */
   shutdown(): Promise<void>;
+  /** Live figures of the server (open tails and what they have queued). */
+  stats(): { openTails: number; tailMaxQueued: number };
 }
 
 function notYet(rpc: string): UnaryHandler<unknown, never> {
@@ -50,6 +54,7 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
     // them before buffering them.
     "grpc.max_receive_message_length": deps.limits.maxMessageBytes * 2,
   });
+  const tails = createTailService(deps);
   server.addService(serverDefinition(LogService, deps.limits.maxMessageBytes), {
     flush: unary("Flush", createFlushHandler(deps), logger),
     setStatus: unary("SetStatus", createSetStatusHandler(deps), logger),
@@ -57,6 +62,7 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
     usage: unary("Usage", notYet("Usage"), logger),
     write: unary("Write", createWriteHandler(deps), logger),
     listStatus: unary("ListStatus", createListStatusHandler(deps), logger),
+    tail: serverStream("Tail", tails.follow, logger),
   });
   const health = new HealthImplementation(Object.fromEntries(healthNames.map((n) => [n, "SERVING"])));
   health.addToServer(server as unknown as Parameters<typeof health.addToServer>[0]);
@@ -74,9 +80,14 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
   return {
     address,
     port,
+    stats() {
+      const t = tails.stats();
+      return { openTails: t.open, tailMaxQueued: t.maxQueued };
+    },
     shutdown() {
       stopping ??= (async () => {
         for (const name of healthNames) health.setStatus(name, "NOT_SERVING");
+        tails.endAll();
         await drain(server, options.shutdownTimeoutMs, logger);
         await deps.store.close();
       })();

@@ -59,6 +59,16 @@ export interface Store {
   listStatus(filter: StatusFilter): InstanceStatus[];
   /** Executes a validated Read plan: newest first, keyset-paged, within the plan's scan budget. */
   read(plan: ReadPlan): ReadResult;
+  /**
+   * Records of the plan's app changed after `afterSeq` that match its filters,
+   * oldest change first, at most `limit` examined; `lastSeq` is where to go on
+   * from (everything up to it has been examined).
+   */
+  changes(plan: ReadPlan, afterSeq: bigint, limit: number): { records: RequestLog[]; lastSeq: bigint };
+  /** The last change sequence number committed. */
+  currentSeq(): bigint;
+  /** Calls `listener` after every commit; returns the unsubscribe function. */
+  onCommit(listener: () => void): () => void;
   /** The database's own key for authenticating read offsets. */
   offsetKey(): Uint8Array;
   /** The stored records of these request ids (those that exist), in the order given, with their lines. */

@@ -263,8 +263,45 @@ export function createSqliteReader(db: Database.Database) {
     };
   }
 
+  /** Changed records (see Store.changes), by the (app_key, seq) index. */
+  function changes(plan: ReadPlan, afterSeq: bigint, limit: number) {
+    const app = stmt.appKey.get(plan.appId) as number | undefined;
+    const upTo = currentSeq();
+    if (app === undefined) return { records: [], lastSeq: upTo };
+    const versions = versionKeys(app, plan);
+    if (versions && versions.length === 0) return { records: [], lastSeq: upTo };
+    const where = [...valueFilters(plan, versions), "r.seq > @after"];
+    if (plan.startTime !== undefined) where.push("r.sort_time >= @start");
+    if (plan.endTime !== undefined) where.push("r.sort_time < @end");
+    const rows = cached(
+      `SELECT r.*, a.app_id, v.module_id, v.version_id FROM requests r
+       JOIN versions v ON v.id = r.version_key JOIN apps a ON a.id = r.app_key
+       WHERE ${where.join(" AND ")} ORDER BY r.seq LIMIT @limit`,
+    ).all(
+      Object.fromEntries(
+        Object.entries({
+          app,
+          after: afterSeq,
+          limit,
+          start: plan.startTime,
+          end: plan.endTime,
+          level: plan.minimumLogLevel,
+          replica: plan.replicaIndex,
+        }).filter(([, v]) => v !== undefined),
+      ),
+    ) as Row[];
+    // A full batch may have more behind it; otherwise everything up to now was examined.
+    const lastSeq = rows.length === limit ? (rows[rows.length - 1]!.seq as bigint) : upTo;
+    return {
+      records: rows.filter((row) => matchesRegexes(row, plan)).map((row) => toLog(row, plan)),
+      lastSeq,
+    };
+  }
+
   return {
     read,
+    changes,
+    currentSeq,
     /** Stored records of these ids (those that exist), in the order given, once each, with all their lines. */
     getRequests(appId: string, requestIds: readonly Uint8Array[]): RequestLog[] {
       const app = stmt.appKey.get(appId) as number | undefined;

@@ -30,7 +30,10 @@ interface ExistingRow {
  * theirs through the group-commit batcher); private helpers take the handle.
  */
 export function createSqliteStore(db: Database.Database, now: Clock): Store {
-  const batcher = createWriteBatcher(db);
+  const listeners = new Set<() => void>();
+  const batcher = createWriteBatcher(db, () => {
+    for (const listener of listeners) listener();
+  });
   const reader = createSqliteReader(db);
   const columnNames = recordColumns.map((f) => f.name);
 
@@ -259,6 +262,23 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
       } catch (err) {
         throw storageError(err);
       }
+    },
+
+    changes(plan, afterSeq, limit) {
+      try {
+        return reader.changes(plan, afterSeq, limit);
+      } catch (err) {
+        throw storageError(err);
+      }
+    },
+
+    currentSeq() {
+      return reader.currentSeq();
+    },
+
+    onCommit(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
 
     offsetKey() {

@@ -22,7 +22,7 @@ export interface WriteBatcher {
  * own savepoint: one that throws is rolled back alone and only its caller
  * gets the error. Callers are answered only after COMMIT returns.
  */
-export function createWriteBatcher(db: Database.Database): WriteBatcher {
+export function createWriteBatcher(db: Database.Database, onCommit: () => void = () => {}): WriteBatcher {
   let queue: PendingWrite[] = [];
   let scheduled = false;
 
@@ -49,6 +49,7 @@ export function createWriteBatcher(db: Database.Database): WriteBatcher {
         for (const w of group) w.reject(err);
         continue;
       }
+      onCommit();
       group.forEach((w, i) => {
         const outcome = outcomes[i]!;
         if (outcome.ok) w.resolve(outcome.value);

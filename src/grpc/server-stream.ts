@@ -1,0 +1,27 @@
+import { status as GrpcStatus, type ServerWritableStream } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { ReqlogError } from "../reqlog-error.js";
+import type { Decoded } from "./service-definition.js";
+import { toServiceError } from "./status-metadata.js";
+
+/** A server-streaming handler: resolves when the stream is over. */
+export type StreamHandler<Req, Res> = (request: Req, call: ServerWritableStream<unknown, Res>) => Promise<void>;
+
+/** Adapts a server-streaming handler to grpc-js, with the same error mapping as unary calls. */
+export function serverStream<Req, Res>(method: string, handler: StreamHandler<Req, Res>, logger: Logger) {
+  return (call: ServerWritableStream<Decoded<Req>, Res>): void => {
+    const decoded = call.request;
+    const stream = call as unknown as ServerWritableStream<unknown, Res>;
+    const result = decoded.ok ? handler(decoded.message, stream) : Promise.reject(decoded.error);
+    result.then(
+      () => {
+        if (!call.writableEnded) call.end();
+      },
+      (err: unknown) => {
+        const error = ReqlogError.from(err);
+        if (error.code === GrpcStatus.INTERNAL) logger.error({ err: error.cause ?? err, method }, "internal error");
+        call.emit("error", toServiceError(error));
+      },
+    );
+  };
+}

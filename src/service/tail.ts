@@ -1,0 +1,112 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import { create } from "@bufbuild/protobuf";
+import { Metadata, type ServerWritableStream } from "@grpc/grpc-js";
+import { type LogReadRequest, type LogReadResponse, LogReadResponseSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { exceeded } from "../limits.js";
+import { createOffsetCodec } from "../query/offset-codec.js";
+import { planRead } from "../query/read-plan.js";
+import { ReqlogError } from "../reqlog-error.js";
+import type { ServiceDeps } from "./handler.js";
+
+/** Records examined per query while a tail catches up. */
+const batchSize = 256;
+
+export type TailCall = ServerWritableStream<unknown, LogReadResponse>;
+
+export interface TailService {
+  /** Follows one Tail call until the client cancels or the server ends it. */
+  follow(request: LogReadRequest, call: TailCall): Promise<void>;
+  /** Ends every open tail (server shutdown). */
+  endAll(): void;
+  /** Open tails, and the most messages any of them has queued (at most one). */
+  stats(): { open: number; maxQueued: number };
+}
+
+/**
+ * Tail: after each commit, every open tail reads the records of its app
+ * changed since the last change it delivered (by sequence number) and sends
+ * those that match. A tail keeps no queue: it has at most one message in
+ * flight and reads the next batch only when that one has been sent, so a
+ * slow reader lags behind (reading from the database as it catches up)
+ * instead of growing server memory.
+ */
+export function createTailService({ store, limits }: ServiceDeps): TailService {
+  const offsets = createOffsetCodec(store.offsetKey());
+  const open = new Set<TailCall>();
+
+  async function follow(request: LogReadRequest, call: TailCall): Promise<void> {
+    if (request.requestId.length > 0 || request.offset) {
+      throw ReqlogError.invalid("Tail follows new records: request_id and offset are not accepted");
+    }
+    const plan = planRead(request, limits, offsets);
+    if (open.size >= limits.maxTails) throw exceeded(limits, "maxTails", open.size + 1, "number of open Tail calls");
+
+    let lastSeq = store.currentSeq();
+    let ended = false;
+    let pumping = false;
+    let again = false;
+    const finished = new Promise<void>((resolve) => {
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        unsubscribe();
+        open.delete(call);
+        resolve();
+      };
+      call.on("cancelled", end);
+      call.on("close", end);
+      call.on("error", end);
+      call.on("finish", end);
+    });
+    const unsubscribe = store.onCommit(() => void pump());
+    open.add(call);
+    // Headers now: the client knows the tail is in place before any record.
+    call.sendMetadata(new Metadata());
+
+    async function pump(): Promise<void> {
+      if (pumping) {
+        again = true;
+        return;
+      }
+      pumping = true;
+      try {
+        do {
+          again = false;
+          while (!ended) {
+            const { records, lastSeq: next } = store.changes(plan, lastSeq, batchSize);
+            const caughtUp = next >= store.currentSeq();
+            lastSeq = next;
+            if (records.length > 0) {
+              // One message in flight per tail: the next batch is read only
+              // once this one has gone out under HTTP/2 flow control.
+              const sent = new Promise<void>((resolve) =>
+                call.write(create(LogReadResponseSchema, { log: records }), () => resolve()),
+              );
+              await Promise.race([sent, finished]);
+            }
+            if (caughtUp) break;
+            await yieldToEventLoop(); // let writes in between catch-up batches
+          }
+        } while (again && !ended);
+      } catch (err) {
+        if (!ended) call.destroy(err instanceof Error ? err : new Error(String(err)));
+      } finally {
+        pumping = false;
+      }
+    }
+
+    await finished;
+  }
+
+  return {
+    follow,
+    endAll() {
+      for (const call of open) call.end();
+    },
+    stats() {
+      let maxQueued = 0;
+      for (const call of open) maxQueued = Math.max(maxQueued, call.writableLength);
+      return { open: open.size, maxQueued };
+    },
+  };
+}
