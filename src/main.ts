@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { encodeLogGroup } from "./cli/encode-log-group.js";
+import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
 import { parseDuration, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
@@ -80,6 +81,30 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     limits,
   });
 });
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+program
+  .command("read")
+  .description("print request logs, newest --limit oldest first, like `gcloud app logs read`; --follow for new ones")
+  .addOption(new Option("--server <host:port>", "reqlog server").env("REQLOG_SERVER").default(serveDefaults.listen))
+  .requiredOption("--app <id>", "app id")
+  .option("--module <id>", "module (default: all; with --version: default)")
+  .option("--version <id>", "version (repeatable)", collect, [])
+  .option("--since <when>", "only requests since: a duration back (15m, 2h, 7d) or a date/time")
+  .option("--until <when>", "only requests before: a duration back or a date/time")
+  .option("--severity <level>", "only requests with an app line at or above: debug|info|warning|error|critical or 0-4")
+  .option("--include-incomplete", "include requests still in progress", false)
+  .option("--regex <re2>", "RE2 pattern the combined line must contain a match of")
+  .option("--host-regex <re2>", "RE2 pattern the host must contain a match of")
+  .option("--request-id <id>", "only this request id (repeatable)", collect, [])
+  .addOption(new Option("--limit <n>", "most requests to print").default(20).argParser(arg(parsePositiveInt, "--limit")))
+  .addOption(new Option("--output <format>", "output format").choices(["combined", "json", "table"]).default("combined"))
+  .option("--no-app-logs", "leave out app log lines")
+  .option("--follow", "then print new matching requests as they are committed (Ctrl-C stops)", false)
+  .action(async (opts: Omit<ReadOptions, "version" | "requestId"> & { version: string[]; requestId: string[] }) => {
+    await readCommand(opts);
+  });
 
 program
   .command("encode-log-group")

@@ -37,3 +37,19 @@ export function startChildServer(args: string[], env: Record<string, string> = {
     );
   });
 }
+
+/** Runs the built `reqlog` CLI without blocking the event loop (an in-process server must answer it). */
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [mainScript, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+}
