@@ -1,4 +1,4 @@
-import { clone, isFieldSet } from "@bufbuild/protobuf";
+import { isFieldSet } from "@bufbuild/protobuf";
 import { type RequestLog, RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { formatCombined } from "../format/combined-line.js";
 import type { Limits } from "../limits.js";
@@ -46,7 +46,9 @@ export function prepareRequestLog(input: RequestLog, limits: Limits, where: stri
   if (input.method === "") throw ReqlogError.invalid(`${where}.method is empty`);
   if (input.resource === "") throw ReqlogError.invalid(`${where}.resource is empty`);
 
-  const log = clone(RequestLogSchema, input);
+  // The request message is ours: derive into it rather than copy it.
+  const log = input;
+  const incomingLines = input.line;
   log.line = [];
   // Strict proto2 clients (grpcurl, Python) cannot leave a required field
   // unset, so 0 / "" in a derivable field asks for the derived value too.
@@ -73,7 +75,7 @@ export function prepareRequestLog(input: RequestLog, limits: Limits, where: stri
   log.combined = input.combined !== "" ? input.combined : derivedCombined;
 
   const lines = checkLines(
-    input.line.map((l) => ({ time: l.time, level: l.level, message: l.logMessage })),
+    incomingLines.map((l) => ({ time: l.time, level: l.level, message: l.logMessage })),
     limits,
     `${where}.line`,
   );

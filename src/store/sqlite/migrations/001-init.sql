@@ -1,5 +1,10 @@
 -- Apps and their (module, version) pairs are interned: every request row
 -- carries two small integers instead of three strings.
+--
+-- Relations (versions.app_key → apps, requests.app_key/version_key → apps/
+-- versions, lines.request_key and moves.request_key → requests) are kept by
+-- the store's code, not declared as foreign keys: SQLite would check them on
+-- every line inserted, which costs more than the rest of the insert.
 CREATE TABLE apps (
   id INTEGER PRIMARY KEY,
   app_id TEXT NOT NULL UNIQUE
@@ -7,7 +12,7 @@ CREATE TABLE apps (
 
 CREATE TABLE versions (
   id INTEGER PRIMARY KEY,
-  app_key INTEGER NOT NULL REFERENCES apps (id),
+  app_key INTEGER NOT NULL,
   module_id TEXT NOT NULL,
   version_id TEXT NOT NULL,
   UNIQUE (app_key, module_id, version_id)
@@ -18,8 +23,8 @@ CREATE TABLE versions (
 -- equals the line derived from the other fields (re-derived on read).
 CREATE TABLE requests (
   id INTEGER PRIMARY KEY,            -- stable unique key: the paging tie-break
-  app_key INTEGER NOT NULL REFERENCES apps (id),
-  version_key INTEGER NOT NULL REFERENCES versions (id),
+  app_key INTEGER NOT NULL,
+  version_key INTEGER NOT NULL,
   request_id BLOB NOT NULL,
   has_record INTEGER NOT NULL,       -- 0 while only flushed lines have arrived
   finished INTEGER NOT NULL,         -- the effective value (proto default true)
@@ -84,7 +89,7 @@ CREATE TABLE moves (
 -- App log lines. The key makes a re-sent line (same request, time, position in
 -- its flush, level and message) a no-op, so retried flushes are not doubled.
 CREATE TABLE lines (
-  request_key INTEGER NOT NULL REFERENCES requests (id),
+  request_key INTEGER NOT NULL,
   time INTEGER NOT NULL,
   pos INTEGER NOT NULL,
   level INTEGER NOT NULL,

@@ -1,0 +1,47 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { RequestLog } from "../gen/reqlog/v1/log_service_pb.js";
+import { systemClock } from "../src/clock.js";
+import { defaultLimits } from "../src/limits.js";
+import { openDatabase } from "../src/store/sqlite/open-database.js";
+import { createSqliteStore } from "../src/store/sqlite/sqlite-store.js";
+import type { Store } from "../src/store/store.js";
+import { prepareRequestLog } from "../src/write/prepare-request-log.js";
+import { forgeTraffic } from "./forge-traffic.js";
+
+export const benchStart = 1_795_000_000_000_000n;
+
+/** A fresh database file in a temporary folder. */
+export function benchDbPath(name: string): string {
+  return join(mkdtempSync(join(tmpdir(), `reqlog-bench-${name}-`)), "bench.db");
+}
+
+/** The first `n` records of the seeded forge traffic. */
+export function* trafficRecords(n: number, seed = 42, gapUsec = 100_000): Generator<RequestLog> {
+  let i = 0;
+  for (const log of forgeTraffic({ seed, startUsec: benchStart, gapUsec })) {
+    if (i++ >= n) return;
+    yield log;
+  }
+}
+
+/** Loads `n` requests through the store (validation and group commit included); returns the store and the rate. */
+export async function loadStore(path: string, n: number, onProgress?: (done: number) => void) {
+  const store: Store = createSqliteStore(openDatabase({ path, sync: "normal" }), systemClock);
+  const started = performance.now();
+  let batch = [];
+  let done = 0;
+  for (const log of trafficRecords(n)) {
+    batch.push(prepareRequestLog(log, defaultLimits, "log"));
+    if (batch.length === 1000) {
+      await store.write(batch);
+      done += batch.length;
+      batch = [];
+      if (done % 100_000 === 0) onProgress?.(done);
+    }
+  }
+  if (batch.length > 0) await store.write(batch);
+  const seconds = (performance.now() - started) / 1000;
+  return { store, requestsPerSecond: n / seconds, seconds };
+}

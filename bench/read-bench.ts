@@ -1,0 +1,81 @@
+/**
+ * Read benchmark: first page and page 1000 on N stored requests (default 1M),
+ * and the RE2 scan rate, through a real server and the generated client.
+ *   npm run bench:read -- [requests]
+ */
+import { create } from "@bufbuild/protobuf";
+import { LogReadRequestSchema, type LogReadResponse, LogService } from "../gen/reqlog/v1/log_service_pb.js";
+import { createCliClient } from "../src/cli/client.js";
+import { startServer } from "../src/grpc/server.js";
+import { defaultLimits } from "../src/limits.js";
+import { createLogger } from "../src/logger.js";
+import { benchDbPath, benchStart, loadStore } from "./load.js";
+
+const n = Number(process.argv[2] ?? 1_000_000);
+const day = 86_400_000_000n;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+async function main() {
+  const path = benchDbPath("read");
+  console.log(`loading ${n.toLocaleString()} forge requests into ${path} …`);
+  const { store, requestsPerSecond, seconds } = await loadStore(path, n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`));
+  console.log(`loaded in ${seconds.toFixed(1)} s (${Math.round(requestsPerSecond).toLocaleString()} requests/s through validation + store)`);
+
+  const limits = { ...defaultLimits, readScanRows: 100_000_000, readScanMs: 600_000 };
+  const server = await startServer({ store, limits }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
+  const client = createCliClient(LogService, server.address);
+  const read = (init: Parameters<typeof create<typeof LogReadRequestSchema>>[1]) =>
+    client.unary<LogReadResponse>("read", create(LogReadRequestSchema, { appId: "forge", ...init }));
+  const timed = async (f: () => Promise<LogReadResponse>) => {
+    const t = performance.now();
+    const r = await f();
+    return { ms: performance.now() - t, r };
+  };
+
+  // The newest day of data, as an ops dashboard would ask for it.
+  const newest = (await read({ count: 1n })).log[0]!.endTime;
+  const window = { startTime: newest - day, endTime: newest + 1n, count: 100n };
+  const first: number[] = [];
+  for (let i = 0; i < 20; i++) first.push((await timed(() => read(window))).ms);
+
+  let offset: Uint8Array | undefined;
+  const deep: number[] = [];
+  for (let page = 1; page <= 1000; page++) {
+    const { ms, r } = await timed(() => read({ ...window, ...(offset ? { offset: { requestId: offset } } : {}) }));
+    if (page >= 990) deep.push(ms);
+    offset = r.offset?.requestId;
+    if (!offset) throw new Error(`ran out of pages at ${page}`);
+  }
+
+  // RE2 over every stored request: a selective pattern (few matches), and the
+  // same scan with no pattern as the baseline.
+  const scan = async (init: Parameters<typeof read>[0]) => {
+    const { ms, r } = await timed(() => read({ count: 1000n, startTime: benchStart, ...init }));
+    return { ms, matched: r.log.length };
+  };
+  const total = n;
+  const noRegex = await scan({ count: 1000n, combinedLogRegex: undefined, startTime: newest + 1n });
+  void noRegex;
+  const selective = await scan({ combinedLogRegex: '"GET /api/v1/repos/[^/]+/[^/]+/raw/go\\.mod HTTP/2\\.0" 500 ' });
+  const catastrophic = await scan({ combinedLogRegex: "(a+)+$" });
+
+  const f = median(first);
+  const p1000 = median(deep);
+  console.log("\nRead on", n.toLocaleString(), "requests (median of runs):");
+  console.log(`  first page (100, one-day window): ${f.toFixed(2)} ms`);
+  console.log(`  page 1000 (same window, via offsets): ${p1000.toFixed(2)} ms   ratio to first page: ${(p1000 / f).toFixed(2)}x`);
+  console.log(`  selective RE2 over all ${total.toLocaleString()}: ${selective.ms.toFixed(0)} ms, ${selective.matched} matches, ${Math.round(total / (selective.ms / 1000)).toLocaleString()} rows/s`);
+  console.log(`  catastrophic pattern (a+)+$ over all: ${catastrophic.ms.toFixed(0)} ms, ${Math.round(total / (catastrophic.ms / 1000)).toLocaleString()} rows/s`);
+
+  client.close();
+  await server.shutdown();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
