@@ -38,7 +38,8 @@ async function main() {
 
   // The newest day of data, as an ops dashboard would ask for it.
   const newest = (await read({ count: 1n })).log[0]!.endTime;
-  const window = { startTime: newest - day, endTime: newest + 1n, count: 100n };
+  // (Smaller runs do not span a day: their window is everything.)
+  const window = { startTime: n >= 1_000_000 ? newest - day : benchStart, endTime: newest + 1n, count: 100n };
   const first: number[] = [];
   for (let i = 0; i < 20; i++) first.push((await timed(() => read(window))).ms);
 
@@ -58,8 +59,6 @@ async function main() {
     return { ms, matched: r.log.length };
   };
   const total = n;
-  const noRegex = await scan({ count: 1000n, combinedLogRegex: undefined, startTime: newest + 1n });
-  void noRegex;
   const selective = await scan({ combinedLogRegex: '"GET /api/v1/repos/[^/]+/[^/]+/raw/go\\.mod HTTP/2\\.0" 500 ' });
   const catastrophic = await scan({ combinedLogRegex: "(a+)+$" });
 

@@ -33,7 +33,7 @@ export interface RunningServer {
    */
   shutdown(): Promise<void>;
   /** Live figures of the server (open tails and what they have queued). */
-  stats(): { openTails: number; tailMaxQueued: number };
+  stats(): { openTails: number; tailMaxUnsent: number };
 }
 
 function notYet(rpc: string): UnaryHandler<unknown, never> {
@@ -82,7 +82,7 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
     port,
     stats() {
       const t = tails.stats();
-      return { openTails: t.open, tailMaxQueued: t.maxQueued };
+      return { openTails: t.open, tailMaxUnsent: t.maxUnsent };
     },
     shutdown() {
       stopping ??= (async () => {

@@ -18,8 +18,8 @@ export interface TailService {
   follow(request: LogReadRequest, call: TailCall): Promise<void>;
   /** Ends every open tail (server shutdown). */
   endAll(): void;
-  /** Open tails, and the most messages any of them has queued (at most one). */
-  stats(): { open: number; maxQueued: number };
+  /** Open tails, and the most messages any of them has not yet sent (at most one). */
+  stats(): { open: number; maxUnsent: number };
 }
 
 /**
@@ -33,6 +33,8 @@ export interface TailService {
 export function createTailService({ store, limits }: ServiceDeps): TailService {
   const offsets = createOffsetCodec(store.offsetKey());
   const open = new Set<TailCall>();
+  /** Messages written to each tail's stream and not yet handed to the socket. */
+  const unsent = new WeakMap<TailCall, number>();
 
   async function follow(request: LogReadRequest, call: TailCall): Promise<void> {
     if (request.requestId.length > 0 || request.offset) {
@@ -79,8 +81,12 @@ export function createTailService({ store, limits }: ServiceDeps): TailService {
             if (records.length > 0) {
               // One message in flight per tail: the next batch is read only
               // once this one has gone out under HTTP/2 flow control.
+              unsent.set(call, (unsent.get(call) ?? 0) + 1);
               const sent = new Promise<void>((resolve) =>
-                call.write(create(LogReadResponseSchema, { log: records }), () => resolve()),
+                call.write(create(LogReadResponseSchema, { log: records }), () => {
+                  unsent.set(call, (unsent.get(call) ?? 1) - 1);
+                  resolve();
+                }),
               );
               await Promise.race([sent, finished]);
             }
@@ -104,9 +110,9 @@ export function createTailService({ store, limits }: ServiceDeps): TailService {
       for (const call of open) call.end();
     },
     stats() {
-      let maxQueued = 0;
-      for (const call of open) maxQueued = Math.max(maxQueued, call.writableLength);
-      return { open: open.size, maxQueued };
+      let maxUnsent = 0;
+      for (const call of open) maxUnsent = Math.max(maxUnsent, unsent.get(call) ?? 0);
+      return { open: open.size, maxUnsent };
     },
   };
 }

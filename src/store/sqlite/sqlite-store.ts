@@ -10,6 +10,7 @@ import type { Clock } from "../../clock.js";
 import type { PreparedRecord } from "../../write/prepare-request-log.js";
 import type { AppLine } from "../../write/validate-lines.js";
 import type { InstanceKey, RequestContext, StatusFilter, Store, WriteResult } from "../store.js";
+import { sqlDerivable } from "./combined-sql.js";
 import { recordColumns, toSql } from "./record-columns.js";
 import { createSqliteReader } from "./sqlite-reader.js";
 import { storageError } from "./storage-error.js";
@@ -160,7 +161,8 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
       changeSeq,
       isFieldSet(log, RequestLogSchema.field.moduleId) ? 1 : 0,
       isFieldSet(log, RequestLogSchema.field.finished) ? (log.finished ? 1 : 0) : null,
-      record.storedCombined ?? null,
+      // NULL: derived again on read, in JS and (for RE2 filters) in SQL.
+      record.storedCombined ?? (sqlDerivable(log) ? null : log.combined),
     ];
     for (const field of recordColumns) {
       values.push(isFieldSet(log, field) ? toSql(field, log[field.localName as keyof RequestLog]) : null);

@@ -1,0 +1,71 @@
+import { create } from "@bufbuild/protobuf";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { formatCombined } from "../../src/format/combined-line.js";
+import { combinedSql } from "../../src/store/sqlite/combined-sql.js";
+import { minimalLog, rid } from "../helpers/fixtures.js";
+import { unaryCall } from "../helpers/test-client.js";
+import { startTestServer, type TestServer } from "../helpers/test-server.js";
+
+let ts: TestServer;
+beforeAll(async () => {
+  ts = await startTestServer();
+});
+afterAll(async () => {
+  await ts.close();
+});
+
+// Field text: mostly plain, sometimes with the characters that need escaping.
+const text = fc.oneof(
+  { arbitrary: fc.string({ maxLength: 12 }), weight: 3 },
+  { arbitrary: fc.constantFrom("", '"quoted"', "back\\slash", "tab\there", "\u00e9t\u00e9", "\u{1f600}"), weight: 1 },
+);
+const optional = (arb: fc.Arbitrary<string>) => fc.option(arb, { nil: undefined });
+
+let n = 0;
+
+describe("the combined line in SQL", () => {
+  it("equals formatCombined for every stored record, derived or kept", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          ip: text,
+          nickname: optional(text),
+          method: text.filter((s) => s !== ""),
+          resource: text.filter((s) => s !== ""),
+          httpVersion: text,
+          status: fc.integer({ min: 0, max: 999 }),
+          responseSize: fc.bigInt({ min: 0n, max: 1n << 40n }),
+          referrer: optional(text),
+          userAgent: optional(text),
+          // 1970 to 2400, and times past year 9999 now and then.
+          startTime: fc.oneof(fc.bigInt({ min: 0n, max: 13_569_465_600_000_000n }), fc.constant(253_402_300_800_000_001n)),
+          latency: fc.bigInt({ min: 0n, max: 10_000_000_000n }),
+        }),
+        async (fields) => {
+          const requestId = rid(`c${n++}`);
+          const log = minimalLog({ requestId, ...fields, endTime: fields.startTime + fields.latency });
+          const expected = formatCombined(log);
+          await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [log] }));
+          const inSql = ts.db
+            .prepare(`SELECT ${combinedSql} FROM requests r WHERE r.request_id = ?`)
+            .pluck()
+            .get(Buffer.from(requestId));
+          expect(inSql).toBe(expected);
+          expect(ts.store.getRequests("forge", [requestId])[0]!.combined).toBe(expected);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("stores nothing for a line it can derive", async () => {
+    await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [minimalLog({ requestId: rid("plain"), ip: "192.0.2.7" })] }));
+    await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [minimalLog({ requestId: rid("quoted"), userAgent: 'say "hi"' })] }));
+    const stored = (id: string) =>
+      ts.db.prepare("SELECT combined FROM requests WHERE request_id = ?").pluck().get(Buffer.from(id));
+    expect(stored("plain")).toBeNull();
+    expect(stored("quoted")).toContain('"say \\"hi\\""');
+  });
+});
