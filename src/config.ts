@@ -9,6 +9,8 @@ export interface ServeConfig {
   sync: SyncMode;
   shutdownTimeoutMs: number;
   logLevel: string;
+  /** Worker threads for Reads (0: on the main thread). */
+  readWorkers: number;
   /** Serve on a non-loopback address without tokens (loudly logged). */
   allowRemoteWithoutAuth: boolean;
   limits: Limits;
@@ -20,6 +22,7 @@ export const serveDefaults = {
   sync: "full" as SyncMode,
   shutdownTimeout: "10s",
   logLevel: "info",
+  readWorkers: 2,
 };
 
 /** A duration such as 500ms, 10s, 5m, 2h or 7d, in milliseconds. */
@@ -28,6 +31,13 @@ export function parseDuration(text: string, what: string): number {
   if (value === undefined || !Number.isFinite(value) || value < 0) {
     throw new Error(`${what}: "${text}" is not a duration (e.g. 500ms, 10s, 5m, 2h, 7d)`);
   }
+  return value;
+}
+
+/** A whole number ≥ 0. */
+export function parseCount(text: string, what: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${what}: "${text}" is not a whole number ≥ 0`);
   return value;
 }
 

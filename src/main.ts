@@ -5,7 +5,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { encodeLogGroup } from "./cli/encode-log-group.js";
 import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
-import { parseDuration, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
+import { parseCount, parseDuration, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
 
@@ -50,6 +50,12 @@ const serveCommand = program
       .argParser(arg(parseDuration, "--shutdown-timeout")),
   )
   .addOption(
+    new Option("--read-workers <n>", "threads that run Reads beside the writer (0: Reads run on the main thread)")
+      .env("REQLOG_READ_WORKERS")
+      .default(serveDefaults.readWorkers)
+      .argParser(arg(parseCount, "--read-workers")),
+  )
+  .addOption(
     new Option("--log-level <level>", "log level")
       .choices(["trace", "debug", "info", "warn", "error", "fatal", "silent"])
       .env("REQLOG_LOG_LEVEL")
@@ -77,6 +83,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     sync: opts.sync as "full" | "normal",
     shutdownTimeoutMs: opts.shutdownTimeout as number,
     logLevel: opts.logLevel as string,
+    readWorkers: opts.readWorkers as number,
     allowRemoteWithoutAuth: Boolean(opts.allowRemoteWithoutAuth),
     limits,
   });

@@ -21,7 +21,7 @@ export async function serve(config: ServeConfig): Promise<void> {
     );
   }
   const db = openDatabase({ path: config.db, sync: config.sync });
-  const store = createSqliteStore(db, systemClock);
+  const store = createSqliteStore(db, systemClock, { readWorkers: config.readWorkers });
   const server = await startServer(
     { store, limits: config.limits },
     { listen: config.listen, shutdownTimeoutMs: config.shutdownTimeoutMs, logger },

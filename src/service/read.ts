@@ -14,7 +14,7 @@ export function createReadHandler({ store, limits }: ServiceDeps): UnaryHandler<
   const offsets = createOffsetCodec(store.offsetKey());
   return async (request) => {
     const plan = planRead(request, limits, offsets);
-    const result = store.read(plan);
+    const result = await store.read(plan);
     const offset = (cursor: Parameters<typeof offsets.encode>[1]) =>
       create(LogOffsetSchema, { requestId: offsets.encode(plan.appId, cursor) });
     return create(LogReadResponseSchema, {

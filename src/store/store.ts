@@ -58,7 +58,7 @@ export interface Store {
   /** Stored statuses matching the filter, by module, version and instance. */
   listStatus(filter: StatusFilter): InstanceStatus[];
   /** Executes a validated Read plan: newest first, keyset-paged, within the plan's scan budget. */
-  read(plan: ReadPlan): ReadResult;
+  read(plan: ReadPlan): Promise<ReadResult>;
   /**
    * Records of the plan's app changed after `afterSeq` that match its filters,
    * oldest change first, at most `limit` examined; `lastSeq` is where to go on

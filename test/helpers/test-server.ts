@@ -22,12 +22,12 @@ export interface TestServer {
 
 /** A real server on 127.0.0.1:0 over a fresh SQLite database, with a controlled clock. */
 export async function startTestServer(
-  options: { limits?: Partial<Limits>; dbPath?: string; now?: bigint } = {},
+  options: { limits?: Partial<Limits>; dbPath?: string; now?: bigint; readWorkers?: number } = {},
 ): Promise<TestServer> {
   let now = options.now ?? 1_795_000_000_000_000n;
   const clock: Clock = () => now;
   const db = openDatabase({ path: options.dbPath ?? ":memory:" });
-  const store = createSqliteStore(db, clock);
+  const store = createSqliteStore(db, clock, { readWorkers: options.readWorkers });
   const limits = { ...defaultLimits, ...options.limits };
   const server = await startServer(
     { store, limits },

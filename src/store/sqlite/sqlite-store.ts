@@ -12,6 +12,7 @@ import type { AppLine } from "../../write/validate-lines.js";
 import type { InstanceKey, RequestContext, StatusFilter, Store, WriteResult } from "../store.js";
 import { sqlDerivable } from "./combined-sql.js";
 import { recordColumns, toSql } from "./record-columns.js";
+import { createReadPool } from "./read-pool.js";
 import { createSqliteReader } from "./sqlite-reader.js";
 import { storageError } from "./storage-error.js";
 import { createWriteBatcher } from "./write-batcher.js";
@@ -30,12 +31,21 @@ interface ExistingRow {
  * The SQLite store. Every public method owns one transaction (writes share
  * theirs through the group-commit batcher); private helpers take the handle.
  */
-export function createSqliteStore(db: Database.Database, now: Clock): Store {
+export interface SqliteStoreOptions {
+  /**
+   * Worker threads that run Reads on connections of their own (0: Reads run
+   * on the calling thread). Needs a database file, not ":memory:".
+   */
+  readWorkers?: number;
+}
+
+export function createSqliteStore(db: Database.Database, now: Clock, options: SqliteStoreOptions = {}): Store {
   const listeners = new Set<() => void>();
   const batcher = createWriteBatcher(db, () => {
     for (const listener of listeners) listener();
   });
   const reader = createSqliteReader(db);
+  const pool = options.readWorkers && !db.memory ? createReadPool(db.name, options.readWorkers) : undefined;
   const columnNames = recordColumns.map((f) => f.name);
 
   const stmt = {
@@ -260,9 +270,9 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
       }
     },
 
-    read(plan) {
+    async read(plan) {
       try {
-        return reader.read(plan);
+        return pool ? await pool.read(plan) : reader.read(plan);
       } catch (err) {
         throw storageError(err);
       }
@@ -299,6 +309,7 @@ export function createSqliteStore(db: Database.Database, now: Clock): Store {
 
     async close() {
       batcher.drain();
+      await pool?.close();
       db.close();
     },
   };
