@@ -167,8 +167,14 @@ export interface TrafficOptions {
   startUsec: bigint;
   /** Mean gap between request starts, µs. */
   gapUsec: number;
-  /** Share of requests left in progress. */
-  inProgress?: number;
+  /** How many requests the traffic has in all. */
+  total: number;
+  /**
+   * Requests still in progress: drawn from the last `inProgressWindow`
+   * requests only (as on a live server, where only the newest few have not
+   * ended), each with probability 1/2.
+   */
+  inProgressWindow?: number;
 }
 
 /**
@@ -179,13 +185,14 @@ export interface TrafficOptions {
 export function* forgeTraffic(options: TrafficOptions): Generator<RequestLog> {
   const r = createRandom(options.seed);
   let start = options.startUsec;
-  for (let i = 0; ; i++) {
+  const liveFrom = options.total - (options.inProgressWindow ?? 200);
+  for (let i = 0; i < options.total; i++) {
     start += BigInt(1 + r.int(options.gapUsec * 2));
     const route = pickRoute(r);
     const path = route.path(r);
     const outcome = route.outcome(r);
     const latency = BigInt(200 + r.int(r.next() < 0.05 ? 5_000_000 : 150_000));
-    const finished = r.next() >= (options.inProgress ?? 0.01);
+    const finished = i < liveFrom || r.next() < 0.5;
     const app = r.next() < 0.85 ? "forge" : r.pick(["forge-staging", "pages"]);
     yield create(RequestLogSchema, {
       appId: app,

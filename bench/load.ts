@@ -18,12 +18,8 @@ export function benchDbPath(name: string): string {
 }
 
 /** The first `n` records of the seeded forge traffic. */
-export function* trafficRecords(n: number, seed = 42, gapUsec = 100_000): Generator<RequestLog> {
-  let i = 0;
-  for (const log of forgeTraffic({ seed, startUsec: benchStart, gapUsec })) {
-    if (i++ >= n) return;
-    yield log;
-  }
+export function trafficRecords(n: number, seed = 42, gapUsec = 100_000): Generator<RequestLog> {
+  return forgeTraffic({ seed, startUsec: benchStart, gapUsec, total: n });
 }
 
 /** Loads `n` requests through the store (validation and group commit included); returns the store and the rate. */
