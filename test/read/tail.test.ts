@@ -102,12 +102,20 @@ describe("Tail", () => {
         ),
       );
     }
-    // 6 MB were committed while the reader stalled; the server queued at most
-    // one message for it instead of buffering them all.
-    await new Promise((r) => setTimeout(r, 100));
-    const stats = ts.server.stats();
-    expect(stats.openTails).toBe(1);
-    expect(stats.tailMaxUnsent).toBe(1);
+    // 6 MB were committed while the reader stalled: the tail ends up blocked
+    // on flow control with one message unsent, never more.
+    let most = 0;
+    const until = Date.now() + 5000;
+    let blocked = false;
+    while (Date.now() < until && !blocked) {
+      const stats = ts.server.stats();
+      expect(stats.openTails).toBe(1);
+      most = Math.max(most, stats.tailMaxUnsent);
+      blocked = stats.tailMaxUnsent === 1;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(blocked).toBe(true);
+    expect(most).toBe(1);
     t.stream.resume();
     const got = await t.waitFor(total);
     expect(ids(got)).toEqual(Array.from({ length: total }, (_, i) => `r${i}`));

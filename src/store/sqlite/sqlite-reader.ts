@@ -161,11 +161,12 @@ export function createSqliteReader(db: Database.Database) {
   function unchangedScan(plan: ReadPlan, versions: number[] | undefined): Database.Statement {
     const where = ["r.app_key = @app", "r.seq <= @snapshot"];
     if (plan.startTime !== undefined) where.push("r.sort_time >= @start");
-    if (plan.endTime !== undefined) where.push("r.sort_time < @end");
-    if (plan.after) {
-      // The redundant `<=` lets SQLite use the index range; the OR is the exact keyset bound.
-      where.push("r.sort_time <= @afterTime AND (r.sort_time < @afterTime OR r.id < @afterId)");
-    }
+    // One inclusive upper bound (the lower of end_time − 1 and the cursor):
+    // given two, SQLite seeks on one and filters by the other, and a deep
+    // page would start its scan at the top of the range.
+    if (plan.endTime !== undefined || plan.after) where.push("r.sort_time <= @upper");
+    // The exact keyset bound within the cursor's own sort time.
+    if (plan.after) where.push("(r.sort_time < @afterTime OR r.id < @afterId)");
     // reqlog_spent() sees every row the index range yields, before the other
     // filters: once the budget is spent it lets that row through, so the
     // scan stops there even when no row matches.
@@ -237,6 +238,14 @@ export function createSqliteReader(db: Database.Database) {
     );
   }
 
+  /** The highest sort time a page may return (inclusive), or undefined. */
+  function upperBound(plan: ReadPlan): bigint | undefined {
+    const end = plan.endTime !== undefined ? plan.endTime - 1n : undefined;
+    const after = plan.after?.sortTime;
+    if (end === undefined) return after;
+    return after === undefined || end < after ? end : after;
+  }
+
   /** The keyset scan of one page: unchanged and changed records merged in snapshot order. */
   function* scan(app: number, plan: ReadPlan, versions: number[] | undefined, snapshot: bigint): Generator<Row> {
     const params = Object.fromEntries(
@@ -244,7 +253,7 @@ export function createSqliteReader(db: Database.Database) {
         app,
         snapshot,
         start: plan.startTime,
-        end: plan.endTime,
+        upper: upperBound(plan),
         afterTime: plan.after?.sortTime,
         afterId: plan.after?.id,
         level: plan.minimumLogLevel,
@@ -254,7 +263,7 @@ export function createSqliteReader(db: Database.Database) {
     let changed: Row[] = [];
     if (snapshot < currentSeq()) {
       const after = plan.after;
-      const { start: _s, end: _e, afterTime: _t, afterId: _i, ...changedParams } = params;
+      const { start: _s, upper: _u, afterTime: _t, afterId: _i, ...changedParams } = params;
       changed = (changedScan(plan, versions).all(changedParams) as Row[])
         .filter((row) => {
           const key = row.key_time as bigint;
