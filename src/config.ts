@@ -9,6 +9,8 @@ export interface ServeConfig {
   sync: SyncMode;
   shutdownTimeoutMs: number;
   logLevel: string;
+  /** Delete requests older than this, in ms (0: keep everything). */
+  retentionMs: number;
   /** Worker threads for Reads (0: on the main thread). */
   readWorkers: number;
   /** Serve on a non-loopback address without tokens (loudly logged). */
@@ -23,10 +25,12 @@ export const serveDefaults = {
   shutdownTimeout: "10s",
   logLevel: "info",
   readWorkers: 2,
+  retention: "0",
 };
 
-/** A duration such as 500ms, 10s, 5m, 2h or 7d, in milliseconds. */
+/** A duration such as 500ms, 10s, 5m, 2h or 7d, in milliseconds ("0" is zero). */
 export function parseDuration(text: string, what: string): number {
+  if (text.trim() === "0") return 0;
   const value = /^\d+(\.\d+)?\s*(ms|s|m|h|d|w)$/i.test(text.trim()) ? ms(text.trim() as ms.StringValue) : undefined;
   if (value === undefined || !Number.isFinite(value) || value < 0) {
     throw new Error(`${what}: "${text}" is not a duration (e.g. 500ms, 10s, 5m, 2h, 7d)`);

@@ -50,6 +50,12 @@ const serveCommand = program
       .argParser(arg(parseDuration, "--shutdown-timeout")),
   )
   .addOption(
+    new Option("--retention <duration>", "delete requests older than this (e.g. 30d); 0 keeps everything")
+      .env("REQLOG_RETENTION")
+      .default(0, serveDefaults.retention)
+      .argParser(arg(parseDuration, "--retention")),
+  )
+  .addOption(
     new Option("--read-workers <n>", "threads that run Reads beside the writer (0: Reads run on the main thread)")
       .env("REQLOG_READ_WORKERS")
       .default(serveDefaults.readWorkers)
@@ -84,6 +90,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     shutdownTimeoutMs: opts.shutdownTimeout as number,
     logLevel: opts.logLevel as string,
     readWorkers: opts.readWorkers as number,
+    retentionMs: opts.retention as number,
     allowRemoteWithoutAuth: Boolean(opts.allowRemoteWithoutAuth),
     limits,
   });

@@ -30,10 +30,6 @@ export class ReqlogError extends Error {
     return new ReqlogError(GrpcStatus.RESOURCE_EXHAUSTED, "INVALID_REQUEST", message);
   }
 
-  static unimplemented(message: string): ReqlogError {
-    return new ReqlogError(GrpcStatus.UNIMPLEMENTED, "INVALID_REQUEST", message);
-  }
-
   static unauthenticated(message: string): ReqlogError {
     return new ReqlogError(GrpcStatus.UNAUTHENTICATED, "INVALID_REQUEST", message);
   }

@@ -2,6 +2,7 @@ import { systemClock } from "../clock.js";
 import { isLoopback, type ServeConfig } from "../config.js";
 import { startServer } from "../grpc/server.js";
 import { createLogger } from "../logger.js";
+import { startHousekeeping } from "../store/housekeeping.js";
 import { openDatabase } from "../store/sqlite/open-database.js";
 import { createSqliteStore } from "../store/sqlite/sqlite-store.js";
 
@@ -30,9 +31,19 @@ export async function serve(config: ServeConfig): Promise<void> {
     throw err;
   });
 
+  const housekeeping = startHousekeeping(store, {
+    retentionMs: config.retentionMs,
+    intervalMs: 60_000,
+    now: systemClock,
+    logger,
+  });
+
   const stop = (signal: string) => {
     logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutting down");
-    server.shutdown().then(
+    housekeeping
+      .stop()
+      .then(() => server.shutdown())
+      .then(
       () => {
         logger.info("stopped");
         process.exit(0);
@@ -47,5 +58,8 @@ export async function serve(config: ServeConfig): Promise<void> {
   process.once("SIGINT", () => stop("SIGINT"));
   // Announced only once the signals are handled: whoever waits for this line
   // may send SIGTERM at once.
-  logger.info({ address: server.address, db: config.db, sync: config.sync }, "reqlog serving");
+  logger.info(
+    { address: server.address, db: config.db, sync: config.sync, retentionMs: config.retentionMs },
+    "reqlog serving",
+  );
 }

@@ -2,12 +2,12 @@ import { type Server as GrpcServer, Server, ServerCredentials } from "@grpc/grpc
 import { HealthImplementation } from "grpc-health-check";
 import type { Logger } from "pino";
 import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
-import { ReqlogError } from "../reqlog-error.js";
 import { createFlushHandler } from "../service/flush.js";
-import type { ServiceDeps, UnaryHandler } from "../service/handler.js";
+import type { ServiceDeps } from "../service/handler.js";
 import { createReadHandler } from "../service/read.js";
 import { createListStatusHandler } from "../service/list-status.js";
 import { createTailService } from "../service/tail.js";
+import { createUsageHandler } from "../service/usage.js";
 import { createSetStatusHandler } from "../service/set-status.js";
 import { createWriteHandler } from "../service/write.js";
 import { addReflection } from "./reflection.js";
@@ -36,12 +36,6 @@ export interface RunningServer {
   stats(): { openTails: number; tailMaxUnsent: number };
 }
 
-function notYet(rpc: string): UnaryHandler<unknown, never> {
-  return async () => {
-    throw ReqlogError.unimplemented(`${rpc} is not implemented yet`);
-  };
-}
-
 /** The health service names whose status the server reports. */
 const healthNames = ["", LogService.typeName];
 
@@ -59,7 +53,7 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
     flush: unary("Flush", createFlushHandler(deps), logger),
     setStatus: unary("SetStatus", createSetStatusHandler(deps), logger),
     read: unary("Read", createReadHandler(deps), logger),
-    usage: unary("Usage", notYet("Usage"), logger),
+    usage: unary("Usage", createUsageHandler(deps), logger),
     write: unary("Write", createWriteHandler(deps), logger),
     listStatus: unary("ListStatus", createListStatusHandler(deps), logger),
     tail: serverStream("Tail", tails.follow, logger),

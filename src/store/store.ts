@@ -1,6 +1,7 @@
 import type { InstanceStatus, RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
 import type { Cursor } from "../query/offset-codec.js";
 import type { ReadPlan } from "../query/read-plan.js";
+import type { UsagePlan } from "../query/usage-plan.js";
 import type { PreparedRecord } from "../write/prepare-request-log.js";
 import type { AppLine } from "../write/validate-lines.js";
 
@@ -26,6 +27,17 @@ export interface StatusFilter {
   appId: string;
   moduleId?: string;
   versionId?: string;
+}
+
+/** One usage bucket of one version (or of all, when versions are combined). */
+export interface UsageBucket {
+  startHour: number;
+  endHour: number;
+  /** undefined when versions are combined. */
+  versionId?: string;
+  requests: number;
+  bytes: number;
+  lines: number;
 }
 
 /** One page of a Read, before offsets are encoded. */
@@ -65,6 +77,8 @@ export interface Store {
    * from (everything up to it has been examined).
    */
   changes(plan: ReadPlan, afterSeq: bigint, limit: number): { records: RequestLog[]; lastSeq: bigint };
+  /** Usage buckets from the hourly rollups, by time then version; versions only when the plan asks. */
+  usage(plan: UsagePlan): { buckets: UsageBucket[]; versions: string[] };
   /** The last change sequence number committed. */
   currentSeq(): bigint;
   /** Calls `listener` after every commit; returns the unsubscribe function. */
@@ -73,6 +87,16 @@ export interface Store {
   offsetKey(): Uint8Array;
   /** The stored records of these request ids (those that exist), in the order given, with their lines. */
   getRequests(appId: string, requestIds: readonly Uint8Array[]): RequestLog[];
+  /**
+   * Deletes up to `limit` requests (with their lines) whose sort time is
+   * before `cutoff` (µs), keeping the rollups exact; returns how many went.
+   */
+  expire(cutoff: bigint, limit: number): Promise<number>;
+  /**
+   * Housekeeping after deletions: prunes paging history older than
+   * `historyCutoff` (µs) and returns up to `pages` free pages to the file system.
+   */
+  compact(historyCutoff: bigint, pages: number): Promise<void>;
   /** Commits what is pending and closes the database. */
   close(): Promise<void>;
 }

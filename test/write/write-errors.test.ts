@@ -3,7 +3,6 @@ import { status } from "@grpc/grpc-js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   LogLineSchema,
-  LogUsageRequestSchema,
   type RequestLog,
   WriteRequestSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
@@ -124,8 +123,4 @@ describe("Write refusals", () => {
     expect(snapshot()).toEqual(before);
   });
 
-  it("answers Read and Usage with UNIMPLEMENTED until they are built", async () => {
-    const err = await callError(unaryCall(ts.client, "usage", create(LogUsageRequestSchema, { appId: "forge" })));
-    expect(err).toEqual({ code: status.UNIMPLEMENTED, details: "Usage is not implemented yet", reason: "INVALID_REQUEST" });
-  });
 });

@@ -45,12 +45,18 @@ function migrate(db: Database.Database): void {
 export function openDatabase(options: DatabaseOptions): Database.Database {
   const db = new Database(options.path);
   try {
+    // Pages freed by retention go back to the file system bit by bit
+    // (incremental_vacuum); this can only be chosen before the first table.
+    if ((db.pragma("user_version", { simple: true }) as number) === 0) db.pragma("auto_vacuum = INCREMENTAL");
     // WAL: readers never block the writer, and a commit is one append.
     db.pragma("journal_mode = WAL");
     db.pragma(`synchronous = ${options.sync === "normal" ? "NORMAL" : "FULL"}`);
     // Another process (e.g. `reqlog token create`) may hold the write lock briefly.
     db.pragma("busy_timeout = 5000");
     db.pragma("cache_size = -65536");
+    // After a checkpoint the WAL file is cut back to this size, so a burst
+    // of writes does not leave a large file behind.
+    db.pragma("journal_size_limit = 67108864");
     db.pragma("temp_store = MEMORY");
     migrate(db);
     return db;

@@ -4,6 +4,7 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { SqliteError } from "better-sqlite3";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import { packageRoot } from "../../package-root.js";
+import { type LogErrorCode, ReqlogError } from "../../reqlog-error.js";
 import type { Cursor } from "../../query/offset-codec.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import type { ReadResult } from "../store.js";
@@ -15,6 +16,8 @@ interface WorkerReply {
   next?: Cursor;
   lastSortTime?: bigint;
   error?: { message: string; code?: string };
+  /** The plan was refused (a ReqlogError in the worker). */
+  refused?: { code: number; reason: LogErrorCode; message: string };
 }
 
 interface Slot {
@@ -45,6 +48,10 @@ export function createReadPool(path: string, size: number): ReadPool {
       if (!call) return;
       pending.delete(reply.id);
       slot.busy--;
+      if (reply.refused) {
+        call.reject(new ReqlogError(reply.refused.code, reply.refused.reason, reply.refused.message));
+        return;
+      }
       if (reply.error) {
         // Rebuild a SqliteError so the store maps it as it maps its own.
         call.reject(

@@ -7,6 +7,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
+import { ReqlogError } from "../../reqlog-error.js";
 import { revivePlan, type PortablePlan } from "./portable-plan.js";
 import { createSqliteReader } from "./sqlite-reader.js";
 
@@ -26,6 +27,10 @@ parentPort!.on("message", ({ id, plan }: { id: number; plan: PortablePlan }) => 
       lastSortTime: result.lastSortTime,
     });
   } catch (err) {
+    if (err instanceof ReqlogError) {
+      parentPort!.postMessage({ id, refused: { code: err.code, reason: err.reason, message: err.message } });
+      return;
+    }
     const e = err as { message?: string; code?: string };
     parentPort!.postMessage({ id, error: { message: e.message ?? String(err), code: e.code } });
   }

@@ -6,6 +6,7 @@ import type { Cursor } from "../../query/offset-codec.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import type { ReadResult } from "../store.js";
 import type RE2 from "re2";
+import { ReqlogError } from "../../reqlog-error.js";
 import { combinedSql } from "./combined-sql.js";
 import { rowToRequestLog, toSql } from "./record-columns.js";
 
@@ -37,6 +38,7 @@ export function createSqliteReader(db: Database.Database) {
     versionKeys: db.prepare("SELECT id FROM versions WHERE app_key = ? AND module_id = ?").pluck(),
     versionKey: db.prepare("SELECT id FROM versions WHERE app_key = ? AND module_id = ? AND version_id = ?").pluck(),
     currentSeq: db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().safeIntegers(true),
+    movesFloor: db.prepare("SELECT value FROM meta WHERE key = 'moves_floor'").pluck().safeIntegers(true),
   };
   const scans = new Map<string, Database.Statement>();
   const currentSeq = () => stmt.currentSeq.get() as bigint;
@@ -288,6 +290,9 @@ export function createSqliteReader(db: Database.Database) {
     const app = stmt.appKey.get(plan.appId) as number | undefined;
     const snapshot = plan.after?.snapshot ?? currentSeq();
     const cursorOf = (row: Row): Cursor => ({ snapshot, sortTime: row.key_time as bigint, id: row.id as bigint });
+    if (plan.after && plan.after.snapshot < (stmt.movesFloor.get() as bigint)) {
+      throw ReqlogError.invalid("offset expired: it is over 24 hours old; start the read again without it");
+    }
     if (app === undefined) return { records: [] };
     if (plan.requestIds) {
       const versions = versionKeys(app, plan);

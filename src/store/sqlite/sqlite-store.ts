@@ -9,22 +9,45 @@ import {
 import type { Clock } from "../../clock.js";
 import type { PreparedRecord } from "../../write/prepare-request-log.js";
 import type { AppLine } from "../../write/validate-lines.js";
+import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
 import type { InstanceKey, RequestContext, StatusFilter, Store, WriteResult } from "../store.js";
 import { sqlDerivable } from "./combined-sql.js";
 import { recordColumns, toSql } from "./record-columns.js";
 import { createReadPool } from "./read-pool.js";
+import { createRollups, hourOf, type UsageShare } from "./rollups.js";
 import { createSqliteReader } from "./sqlite-reader.js";
+import { createUsageReader } from "./sqlite-usage.js";
 import { storageError } from "./storage-error.js";
 import { createWriteBatcher } from "./write-batcher.js";
 
 type Row = Record<string, unknown>;
 
 /** What a write needs to know of a stored row (read with safeIntegers). */
-interface ExistingRow {
+interface ExistingRow extends RowUsage {
   id: bigint;
-  has_record: bigint;
   finished: bigint;
+}
+
+/** The columns that decide a row's share of the usage rollups. */
+interface RowUsage {
+  app_key: bigint;
+  version_key: bigint;
   sort_time: bigint;
+  has_record: bigint;
+  record_bytes: bigint;
+  line_count: bigint;
+  line_bytes: bigint;
+}
+
+function shareOf(row: RowUsage): UsageShare {
+  return {
+    appKey: Number(row.app_key),
+    versionKey: Number(row.version_key),
+    hour: hourOf(row.sort_time),
+    requests: Number(row.has_record),
+    bytes: Number(row.record_bytes + row.line_bytes),
+    lines: Number(row.line_count),
+  };
 }
 
 /**
@@ -45,6 +68,8 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     for (const listener of listeners) listener();
   });
   const reader = createSqliteReader(db);
+  const rollups = createRollups(db);
+  const usage = createUsageReader(db);
   const pool = options.readWorkers && !db.memory ? createReadPool(db.name, options.readWorkers) : undefined;
   const columnNames = recordColumns.map((f) => f.name);
 
@@ -56,23 +81,26 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
       .pluck(),
     insertVersion: db.prepare("INSERT INTO versions (app_key, module_id, version_id) VALUES (?, ?, ?)"),
     requestByKey: db
-      .prepare("SELECT id, has_record, finished, sort_time FROM requests WHERE app_key = ? AND request_id = ?")
+      .prepare(`
+        SELECT id, app_key, version_key, has_record, finished, sort_time, record_bytes, line_count, line_bytes
+        FROM requests WHERE app_key = ? AND request_id = ?`)
       .safeIntegers(true),
     // Positional parameters: binding ~45 named ones costs more than the insert.
     upsertRecord: db.prepare(`
       INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, seq, created_seq, module_set, finished_set, combined, ${columnNames.join(", ")})
-      VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ${columnNames.map(() => "?").join(", ")})
+        updated_at, seq, created_seq, module_set, finished_set, combined, record_bytes, ${columnNames.join(", ")})
+      VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${columnNames.map(() => "?").join(", ")})
       ON CONFLICT (app_key, request_id) DO UPDATE SET
         version_key = excluded.version_key, has_record = 1, finished = excluded.finished,
+        record_bytes = excluded.record_bytes,
         sort_time = excluded.sort_time, updated_at = excluded.updated_at, seq = excluded.seq,
         module_set = excluded.module_set, finished_set = excluded.finished_set,
         combined = excluded.combined, ${columnNames.map((c) => `${c} = excluded.${c}`).join(", ")}`),
     insertStub: db.prepare(`
       INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, seq, created_seq, module_set, finished_set, ip, start_time, end_time, latency,
-        mcycles, method, resource, http_version, status, response_size, url_map_entry)
-      VALUES (@app, @version, @request_id, 0, 0, @now, @now, @seq, @seq, @module_set, 0, '', @first,
+        updated_at, seq, created_seq, module_set, finished_set, record_bytes, ip, start_time, end_time,
+        latency, mcycles, method, resource, http_version, status, response_size, url_map_entry)
+      VALUES (@app, @version, @request_id, 0, 0, @now, @now, @seq, @seq, @module_set, 0, 0, '', @first,
         0, 0, 0, '', '', '', 0, 0, '')`),
     touch: db.prepare(`
       UPDATE requests SET updated_at = @now, sort_time = @sort_time, seq = @seq,
@@ -84,9 +112,9 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     insertLine: db.prepare(
       "INSERT OR IGNORE INTO lines (request_key, time, pos, level, message) VALUES (?, ?, ?, ?, ?)",
     ),
-    raiseMaxLevel: db.prepare(
-      "UPDATE requests SET max_level = max(coalesce(max_level, -1), ?) WHERE id = ?",
-    ),
+    addLines: db.prepare(`
+      UPDATE requests SET max_level = max(coalesce(max_level, -1), ?),
+        line_count = line_count + ?, line_bytes = line_bytes + ? WHERE id = ?`),
     setStatus: db.prepare(`
       INSERT INTO statuses (app_id, module_id, version_id, instance_id, status, time)
       VALUES (?, ?, ?, ?, ?, ?)
@@ -100,6 +128,21 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
         ORDER BY module_id, version_id, instance_id`)
       .safeIntegers(true),
     offsetKey: db.prepare("SELECT value FROM meta WHERE key = 'offset_key'").pluck(),
+    apps: db.prepare("SELECT id FROM apps").pluck(),
+    expiring: db
+      .prepare(`
+        SELECT id, app_key, version_key, has_record, finished, sort_time, record_bytes, line_count, line_bytes
+        FROM requests INDEXED BY requests_by_time
+        WHERE app_key = ? AND sort_time < ? ORDER BY sort_time LIMIT ?`)
+      .safeIntegers(true),
+    deleteLines: db.prepare("DELETE FROM lines WHERE request_key = ?"),
+    deleteMoves: db.prepare("DELETE FROM moves WHERE request_key = ?"),
+    deleteRequest: db.prepare("DELETE FROM requests WHERE id = ?"),
+    markSeq: db.prepare("INSERT OR REPLACE INTO seq_marks (time, seq) VALUES (?, ?)"),
+    markBefore: db.prepare("SELECT seq FROM seq_marks WHERE time <= ? ORDER BY time DESC LIMIT 1").pluck().safeIntegers(true),
+    pruneMarks: db.prepare("DELETE FROM seq_marks WHERE time < ?"),
+    pruneMoves: db.prepare("DELETE FROM moves WHERE seq <= ?"),
+    setMovesFloor: db.prepare("UPDATE meta SET value = max(value, ?) WHERE key = 'moves_floor'"),
   };
 
   function appKey(appId: string): number {
@@ -112,15 +155,20 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     return found ?? Number(stmt.insertVersion.run(app, moduleId, versionId).lastInsertRowid);
   }
 
-  function insertLines(requestKey: bigint, lines: readonly AppLine[]): number {
+  /** Stores the lines not stored yet; returns how many were new and their bytes. */
+  function insertLines(requestKey: bigint, lines: readonly AppLine[]): { added: number; bytes: number } {
     let added = 0;
+    let bytes = 0;
     let maxLevel = -1;
     for (const line of lines) {
-      added += stmt.insertLine.run(requestKey, line.time, line.pos, line.level, line.message).changes;
+      if (stmt.insertLine.run(requestKey, line.time, line.pos, line.level, line.message).changes > 0) {
+        added++;
+        bytes += lineWireBytes(line);
+      }
       if (line.level > maxLevel) maxLevel = line.level;
     }
-    if (lines.length > 0) stmt.raiseMaxLevel.run(maxLevel, requestKey);
-    return added;
+    if (lines.length > 0) stmt.addLines.run(maxLevel, added, bytes, requestKey);
+    return { added, bytes };
   }
 
   // Every change to a request row takes the next sequence number (kept in
@@ -160,9 +208,11 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     }
     const changeSeq = nextSeq();
     const sortTime = log.finished ? log.endTime : at;
+    const versionKeyOf = versionKey(app, log.moduleId, log.versionId);
+    const recordBytes = recordWireBytes(log);
     const values: unknown[] = [
       app,
-      versionKey(app, log.moduleId, log.versionId),
+      versionKeyOf,
       requestId,
       log.finished ? 1 : 0,
       sortTime,
@@ -173,6 +223,7 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
       isFieldSet(log, RequestLogSchema.field.finished) ? (log.finished ? 1 : 0) : null,
       // NULL: derived again on read, in JS and (for RE2 filters) in SQL.
       record.storedCombined ?? (sqlDerivable(log) ? null : log.combined),
+      recordBytes,
     ];
     for (const field of recordColumns) {
       values.push(isFieldSet(log, field) ? toSql(field, log[field.localName as keyof RequestLog]) : null);
@@ -181,7 +232,17 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     const inserted = stmt.upsertRecord.run(values);
     // On conflict SQLite updates in place, and lastInsertRowid is not the row's.
     const id = existing ? existing.id : BigInt(inserted.lastInsertRowid);
-    return insertLines(id, record.lines);
+    const { added, bytes } = insertLines(id, record.lines);
+    rollups.move(existing && shareOf(existing), shareOf({
+      app_key: BigInt(app),
+      version_key: BigInt(versionKeyOf),
+      sort_time: sortTime,
+      has_record: 1n,
+      record_bytes: BigInt(recordBytes),
+      line_count: (existing?.line_count ?? 0n) + BigInt(added),
+      line_bytes: (existing?.line_bytes ?? 0n) + BigInt(bytes),
+    }));
+    return added;
   }
 
   /** Adds lines to an existing row: a change (new seq); an in-progress row moves to now. */
@@ -191,7 +252,14 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     const sortTime = existing.finished === 1n ? existing.sort_time : at;
     noteMove(existing, sortTime, changeSeq);
     stmt.touch.run({ now: at, sort_time: sortTime, seq: changeSeq, first, id: existing.id });
-    return insertLines(existing.id, lines);
+    const { added, bytes } = insertLines(existing.id, lines);
+    rollups.move(shareOf(existing), shareOf({
+      ...existing,
+      sort_time: sortTime,
+      line_count: existing.line_count + BigInt(added),
+      line_bytes: existing.line_bytes + BigInt(bytes),
+    }));
+    return added;
   }
 
   function flushLines(request: RequestContext, lines: readonly AppLine[], at: bigint): number {
@@ -201,16 +269,27 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
     const existing = stmt.requestByKey.get(app, requestId) as ExistingRow | undefined;
     if (existing) return flushInto(existing, lines, at, first);
+    const version = versionKey(app, request.moduleId, request.versionId);
     const id = stmt.insertStub.run({
       app,
-      version: versionKey(app, request.moduleId, request.versionId),
+      version,
       request_id: requestId,
       now: at,
       seq: nextSeq(),
       module_set: request.moduleSet ? 1 : 0,
       first,
     }).lastInsertRowid;
-    return insertLines(BigInt(id), lines);
+    const { added, bytes } = insertLines(BigInt(id), lines);
+    rollups.move(undefined, shareOf({
+      app_key: BigInt(app),
+      version_key: BigInt(version),
+      sort_time: at,
+      has_record: 0n,
+      record_bytes: 0n,
+      line_count: BigInt(added),
+      line_bytes: BigInt(bytes),
+    }));
+    return added;
   }
 
   function guard<T>(work: Promise<T>): Promise<T> {
@@ -286,6 +365,14 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
       }
     },
 
+    usage(plan) {
+      try {
+        return usage(plan);
+      } catch (err) {
+        throw storageError(err);
+      }
+    },
+
     changes(plan, afterSeq, limit) {
       try {
         return reader.changes(plan, afterSeq, limit);
@@ -305,6 +392,40 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
 
     offsetKey() {
       return new Uint8Array(stmt.offsetKey.get() as Buffer);
+    },
+
+    expire(cutoff, limit) {
+      return change(() => {
+        let deleted = 0;
+        for (const app of stmt.apps.all() as number[]) {
+          for (const row of stmt.expiring.all(app, cutoff, limit - deleted) as ExistingRow[]) {
+            stmt.deleteLines.run(row.id);
+            stmt.deleteMoves.run(row.id);
+            stmt.deleteRequest.run(row.id);
+            rollups.move(shareOf(row), undefined);
+            deleted++;
+          }
+          if (deleted >= limit) break;
+        }
+        return deleted;
+      });
+    },
+
+    async compact(historyCutoff, pages) {
+      await change(() => {
+        stmt.markSeq.run(now(), seq);
+        const floor = stmt.markBefore.get(historyCutoff) as bigint | undefined;
+        if (floor !== undefined) {
+          stmt.pruneMoves.run(floor);
+          stmt.setMovesFloor.run(floor);
+          stmt.pruneMarks.run(historyCutoff);
+        }
+      });
+      try {
+        db.pragma(`incremental_vacuum(${Math.max(0, Math.floor(pages))})`);
+      } catch (err) {
+        throw storageError(err);
+      }
     },
 
     async close() {

@@ -33,6 +33,9 @@ CREATE TABLE requests (
   seq INTEGER NOT NULL,              -- change sequence number of the last change
   created_seq INTEGER NOT NULL,      -- change sequence number of the insert
   max_level INTEGER,                 -- highest app line level, NULL without lines
+  record_bytes INTEGER NOT NULL,     -- serialized size of the record without lines (0 until it arrives)
+  line_count INTEGER NOT NULL DEFAULT 0,
+  line_bytes INTEGER NOT NULL DEFAULT 0, -- serialized size of its lines inside a RequestLog
   module_set INTEGER NOT NULL,       -- module_id was set explicitly
   finished_set INTEGER,              -- finished as written, NULL when unset
   ip TEXT NOT NULL,
@@ -71,7 +74,6 @@ CREATE TABLE requests (
 CREATE UNIQUE INDEX requests_by_request_id ON requests (app_key, request_id);
 -- Newest first by sort time, `id` as the tie-break: the Read path's keyset order.
 CREATE INDEX requests_by_time ON requests (app_key, sort_time, id);
-CREATE INDEX requests_by_version_time ON requests (version_key, sort_time, id);
 -- Records changed since a sequence number: Tail, and paging from a snapshot.
 CREATE INDEX requests_by_seq ON requests (app_key, seq);
 
@@ -85,6 +87,7 @@ CREATE TABLE moves (
   old_sort_time INTEGER NOT NULL,
   PRIMARY KEY (request_key, seq)
 ) WITHOUT ROWID;
+CREATE INDEX moves_by_seq ON moves (seq);
 
 -- App log lines. The key makes a re-sent line (same request, time, position in
 -- its flush, level and message) a no-op, so retried flushes are not doubled.
@@ -95,6 +98,20 @@ CREATE TABLE lines (
   level INTEGER NOT NULL,
   message TEXT NOT NULL,
   PRIMARY KEY (request_key, time, pos, level, message)
+) WITHOUT ROWID;
+
+-- Usage rollups: per app, hour of the sort time and version, the request
+-- records, their bytes (records and lines, as serialized in a RequestLog) and
+-- their app lines. Kept in the same transaction as every change to the rows
+-- they count, so they always equal a recount; Usage reads only these.
+CREATE TABLE usage_hourly (
+  app_key INTEGER NOT NULL,
+  hour INTEGER NOT NULL,             -- hours since the epoch
+  version_key INTEGER NOT NULL,
+  requests INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  lines INTEGER NOT NULL,
+  PRIMARY KEY (app_key, hour, version_key)
 ) WITHOUT ROWID;
 
 -- The latest status text of each instance (SetStatus).

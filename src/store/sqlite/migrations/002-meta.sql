@@ -7,3 +7,13 @@ CREATE TABLE meta (
 
 INSERT INTO meta (key, value) VALUES ('offset_key', randomblob(32));
 INSERT INTO meta (key, value) VALUES ('seq', 0);
+-- Moves older than this sequence number have been pruned: offsets whose
+-- snapshot is older are refused as expired.
+INSERT INTO meta (key, value) VALUES ('moves_floor', 0);
+
+-- The sequence number reached at points in time (one a retention run), so
+-- that moves can be pruned by age.
+CREATE TABLE seq_marks (
+  time INTEGER PRIMARY KEY,          -- µs
+  seq INTEGER NOT NULL
+);

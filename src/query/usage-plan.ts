@@ -1,0 +1,62 @@
+import { isFieldSet } from "@bufbuild/protobuf";
+import { type LogUsageRequest, LogUsageRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { ReqlogError } from "../reqlog-error.js";
+import { checkIdentifier } from "../write/identifiers.js";
+
+/** A validated Usage request, in whole hours since the epoch. */
+export interface UsagePlan {
+  appId: string;
+  /** Version ids to count; undefined = all. */
+  versions?: string[];
+  /** First hour (inclusive); undefined = the first stored. */
+  startHour?: number;
+  /** Last hour (exclusive); undefined = after the last stored. */
+  endHour?: number;
+  /** Hours per bucket; 0 = one bucket for the whole range. */
+  resolutionHours: number;
+  combineVersions: boolean;
+  versionsOnly: boolean;
+}
+
+/** Most buckets one Usage may return. */
+export const maxBuckets = 100_000;
+
+/**
+ * Validates a LogUsageRequest: start rounds down and end up to the hour,
+ * start must not be after end, usage_version is unset or 1.
+ */
+export function planUsage(request: LogUsageRequest): UsagePlan {
+  const f = LogUsageRequestSchema.field;
+  if (!isFieldSet(request, f.appId)) throw ReqlogError.invalid("required field not set: app_id");
+  checkIdentifier(request.appId, "app_id");
+  if (isFieldSet(request, f.usageVersion) && request.usageVersion !== 1) {
+    throw ReqlogError.invalid(`usage_version is ${request.usageVersion}: only 1 is known (or leave it unset)`);
+  }
+  const hasStart = isFieldSet(request, f.startTime);
+  const hasEnd = isFieldSet(request, f.endTime);
+  if (hasStart && request.startTime < 0) throw ReqlogError.invalid(`start_time is negative (${request.startTime})`);
+  if (hasEnd && request.endTime < 0) throw ReqlogError.invalid(`end_time is negative (${request.endTime})`);
+  if (hasStart && hasEnd && request.startTime > request.endTime) {
+    throw ReqlogError.invalid(`start_time (${request.startTime}) is after end_time (${request.endTime})`);
+  }
+  const startHour = hasStart ? Math.floor(request.startTime / 3600) : undefined;
+  const endHour = hasEnd ? Math.ceil(request.endTime / 3600) : undefined;
+  const resolutionHours = request.resolutionHours;
+  if (startHour !== undefined && endHour !== undefined && resolutionHours > 0) {
+    const buckets = Math.ceil((endHour - startHour) / resolutionHours);
+    if (buckets > maxBuckets) {
+      throw ReqlogError.invalid(
+        `the range holds ${buckets} buckets of ${resolutionHours} h: at most ${maxBuckets} (raise resolution_hours)`,
+      );
+    }
+  }
+  return {
+    appId: request.appId,
+    versions: request.versionId.length > 0 ? request.versionId : undefined,
+    startHour,
+    endHour,
+    resolutionHours,
+    combineVersions: request.combineVersions,
+    versionsOnly: request.versionsOnly,
+  };
+}
