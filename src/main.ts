@@ -5,6 +5,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { encodeLogGroup } from "./cli/encode-log-group.js";
 import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
+import { type UsageOptions, usageCommand } from "./cli/usage.js";
 import { parseCount, parseDuration, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
@@ -118,6 +119,22 @@ program
   .option("--follow", "then print new matching requests as they are committed (Ctrl-C stops)", false)
   .action(async (opts: Omit<ReadOptions, "version" | "requestId"> & { version: string[]; requestId: string[] }) => {
     await readCommand(opts);
+  });
+
+program
+  .command("usage")
+  .description("print storage usage per time bucket and version, with a chart of requests per bucket")
+  .addOption(new Option("--server <host:port>", "reqlog server").env("REQLOG_SERVER").default(serveDefaults.listen))
+  .requiredOption("--app <id>", "app id")
+  .option("--version <id>", "version (repeatable; default all)", collect, [])
+  .option("--since <when>", "from: a duration back (15m, 2h, 7d) or a date/time (rounded down to the hour)")
+  .option("--until <when>", "to: a duration back or a date/time (rounded up to the hour)")
+  .addOption(new Option("--resolution <hours>", "hours per bucket (0: one bucket)").default(1).argParser(arg(parseCount, "--resolution")))
+  .option("--combine", "merge the versions", false)
+  .option("--versions-only", "list only the versions", false)
+  .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
+  .action(async (opts: UsageOptions) => {
+    await usageCommand(opts);
   });
 
 program
