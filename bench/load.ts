@@ -23,12 +23,12 @@ export function trafficRecords(n: number, seed = 42, gapUsec = 100_000): Generat
 }
 
 /** Loads `n` requests through the store (validation and group commit included); returns the store and the rate. */
-export async function loadStore(path: string, n: number, onProgress?: (done: number) => void) {
+export async function loadStore(path: string, n: number, onProgress?: (done: number) => void, gapUsec = 100_000) {
   const store: Store = createSqliteStore(openDatabase({ path, sync: "normal" }), systemClock);
   const started = performance.now();
   let batch = [];
   let done = 0;
-  for (const log of trafficRecords(n)) {
+  for (const log of trafficRecords(n, 42, gapUsec)) {
     batch.push(prepareRequestLog(log, defaultLimits, "log"));
     if (batch.length === 1000) {
       await store.write(batch);
