@@ -2,6 +2,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RequestLog } from "../gen/reqlog/v1/log_service_pb.js";
+import { createAuthorizer } from "../src/auth/authorizer.js";
+import { createTokenStore } from "../src/auth/token-store.js";
 import { systemClock } from "../src/clock.js";
 import { defaultLimits } from "../src/limits.js";
 import { openDatabase } from "../src/store/sqlite/open-database.js";
@@ -24,7 +26,8 @@ export function trafficRecords(n: number, seed = 42, gapUsec = 100_000): Generat
 
 /** Loads `n` requests through the store (validation and group commit included); returns the store and the rate. */
 export async function loadStore(path: string, n: number, onProgress?: (done: number) => void, gapUsec = 100_000) {
-  const store: Store = createSqliteStore(openDatabase({ path, sync: "normal" }), systemClock);
+  const db = openDatabase({ path, sync: "normal" });
+  const store: Store = createSqliteStore(db, systemClock);
   const started = performance.now();
   let batch = [];
   let done = 0;
@@ -39,5 +42,7 @@ export async function loadStore(path: string, n: number, onProgress?: (done: num
   }
   if (batch.length > 0) await store.write(batch);
   const seconds = (performance.now() - started) / 1000;
-  return { store, requestsPerSecond: n / seconds, seconds };
+  // No tokens in a bench database: the server it backs is open (on loopback).
+  const auth = createAuthorizer(createTokenStore(db, systemClock), { callsPerSecond: 0 });
+  return { store, auth, requestsPerSecond: n / seconds, seconds };
 }

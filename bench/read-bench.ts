@@ -22,11 +22,11 @@ function median(xs: number[]): number {
 async function main() {
   const path = benchDbPath("read");
   console.log(`loading ${n.toLocaleString()} forge requests into ${path} …`);
-  const { store, requestsPerSecond, seconds } = await loadStore(path, n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`));
+  const { store, auth, requestsPerSecond, seconds } = await loadStore(path, n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`));
   console.log(`loaded in ${seconds.toFixed(1)} s (${Math.round(requestsPerSecond).toLocaleString()} requests/s through validation + store)`);
 
   const limits = { ...defaultLimits, readScanRows: 100_000_000, readScanMs: 600_000 };
-  const server = await startServer({ store, limits }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
+  const server = await startServer({ store, limits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
   const client = createCliClient(LogService, server.address);
   const read = (init: Parameters<typeof create<typeof LogReadRequestSchema>>[1]) =>
     client.unary<LogReadResponse>("read", create(LogReadRequestSchema, { appId: "forge", ...init }));

@@ -21,9 +21,9 @@ function median(xs: number[]) {
 
 async function measure(n: number) {
   const started = performance.now();
-  const { store } = await loadStore(benchDbPath(`usage-${n}`), n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`), spanUsec / n);
+  const { store, auth } = await loadStore(benchDbPath(`usage-${n}`), n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`), spanUsec / n);
   const loadS = (performance.now() - started) / 1000;
-  const server = await startServer({ store, limits: defaultLimits }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
+  const server = await startServer({ store, limits: defaultLimits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
   const client = createCliClient(LogService, server.address);
   const start = Number(benchStart / 1_000_000n);
   const queries = {

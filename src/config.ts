@@ -13,9 +13,18 @@ export interface ServeConfig {
   retentionMs: number;
   /** Worker threads for Reads (0: on the main thread). */
   readWorkers: number;
+  /** TLS files (PEM); without cert and key the server speaks plaintext. */
+  tls: TlsFiles;
   /** Serve on a non-loopback address without tokens (loudly logged). */
   allowRemoteWithoutAuth: boolean;
   limits: Limits;
+}
+
+export interface TlsFiles {
+  cert?: string;
+  key?: string;
+  /** CA bundle that client certificates must chain to; when set, clients must present one. */
+  clientCa?: string;
 }
 
 export const serveDefaults = {

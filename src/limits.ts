@@ -58,6 +58,11 @@ export const limitSpecs = {
     code: "RESOURCE_EXHAUSTED",
     description: "Tail calls open at once",
   },
+  rateLimit: {
+    default: 1000,
+    code: "RESOURCE_EXHAUSTED",
+    description: "calls per second one access token may make (bursts of one second's worth)",
+  },
 } as const satisfies Record<string, LimitSpec>;
 
 export type LimitName = keyof typeof limitSpecs;

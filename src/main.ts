@@ -5,6 +5,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { encodeLogGroup } from "./cli/encode-log-group.js";
 import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
+import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli/token.js";
 import { type UsageOptions, usageCommand } from "./cli/usage.js";
 import { parseCount, parseDuration, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
@@ -68,6 +69,11 @@ const serveCommand = program
       .env("REQLOG_LOG_LEVEL")
       .default(serveDefaults.logLevel),
   )
+  .addOption(new Option("--tls-cert <file>", "TLS certificate chain (PEM)").env("REQLOG_TLS_CERT"))
+  .addOption(new Option("--tls-key <file>", "TLS private key (PEM)").env("REQLOG_TLS_KEY"))
+  .addOption(
+    new Option("--tls-client-ca <file>", "require client certificates signed by this CA (PEM)").env("REQLOG_TLS_CLIENT_CA"),
+  )
   .addOption(
     new Option(
       "--allow-remote-without-auth",
@@ -93,16 +99,28 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     readWorkers: opts.readWorkers as number,
     retentionMs: opts.retention as number,
     allowRemoteWithoutAuth: Boolean(opts.allowRemoteWithoutAuth),
+    tls: {
+      cert: opts.tlsCert as string | undefined,
+      key: opts.tlsKey as string | undefined,
+      clientCa: opts.tlsClientCa as string | undefined,
+    },
     limits,
   });
 });
 
 const collect = (value: string, previous: string[]) => [...previous, value];
+const serverOption = () =>
+  new Option("--server <host:port>", "reqlog server").env("REQLOG_SERVER").default(serveDefaults.listen);
+const tokenOption = () => new Option("--token <token>", "access token").env("REQLOG_TOKEN");
+const tlsOption = () =>
+  new Option("--tls [ca-file]", "connect with TLS (system roots, or this CA file)").env("REQLOG_TLS");
 
 program
   .command("read")
   .description("print request logs, newest --limit oldest first, like `gcloud app logs read`; --follow for new ones")
-  .addOption(new Option("--server <host:port>", "reqlog server").env("REQLOG_SERVER").default(serveDefaults.listen))
+  .addOption(serverOption())
+  .addOption(tokenOption())
+  .addOption(tlsOption())
   .requiredOption("--app <id>", "app id")
   .option("--module <id>", "module (default: all; with --version: default)")
   .option("--version <id>", "version (repeatable)", collect, [])
@@ -124,7 +142,9 @@ program
 program
   .command("usage")
   .description("print storage usage per time bucket and version, with a chart of requests per bucket")
-  .addOption(new Option("--server <host:port>", "reqlog server").env("REQLOG_SERVER").default(serveDefaults.listen))
+  .addOption(serverOption())
+  .addOption(tokenOption())
+  .addOption(tlsOption())
   .requiredOption("--app <id>", "app id")
   .option("--version <id>", "version (repeatable; default all)", collect, [])
   .option("--since <when>", "from: a duration back (15m, 2h, 7d) or a date/time (rounded down to the hour)")
@@ -135,6 +155,34 @@ program
   .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
   .action(async (opts: UsageOptions) => {
     await usageCommand(opts);
+  });
+
+const token = program.command("token").description("manage access tokens (kept as hashes in the database)");
+const dbOption = () => new Option("--db <path>", "SQLite database file").env("REQLOG_DB").default(serveDefaults.db);
+token
+  .command("create")
+  .description("create a token and print it (only this once)")
+  .addOption(dbOption())
+  .option("--scope <scope>", "read:logs, write:logs or admin (repeatable)", collect, [])
+  .option("--app <id>", "limit the token to this app (repeatable; default every app)", collect, [])
+  .option("--name <text>", "a name to recognise it by in `token list`")
+  .action((opts: { db: string; scope: string[]; app: string[]; name?: string }) => {
+    process.stdout.write(`${createTokenCommand(opts)}\n`);
+  });
+token
+  .command("list")
+  .description("list tokens (never the tokens themselves)")
+  .addOption(dbOption())
+  .action((opts: { db: string }) => {
+    process.stdout.write(`${listTokensCommand(opts)}\n`);
+  });
+token
+  .command("revoke")
+  .description("revoke a token by its id")
+  .addOption(dbOption())
+  .argument("<id>", "the token's id, from `token list`", arg(parsePositiveInt, "id"))
+  .action((id: number, opts: { db: string }) => {
+    process.stdout.write(`${revokeTokenCommand(opts, id)}\n`);
   });
 
 program

@@ -15,10 +15,14 @@ export class ReqlogError extends Error {
     readonly code: GrpcStatus,
     readonly reason: LogErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number },
   ) {
     super(message, options);
+    this.retryAfterMs = options?.retryAfterMs;
   }
+
+  /** When a retry may succeed (rate limits): sent as a google.rpc.RetryInfo. */
+  readonly retryAfterMs: number | undefined;
 
   /** Bad input: the request cannot succeed as sent. */
   static invalid(message: string): ReqlogError {
@@ -26,8 +30,8 @@ export class ReqlogError extends Error {
   }
 
   /** Over a named limit (size, rate, concurrency). */
-  static exhausted(message: string): ReqlogError {
-    return new ReqlogError(GrpcStatus.RESOURCE_EXHAUSTED, "INVALID_REQUEST", message);
+  static exhausted(message: string, retryAfterMs?: number): ReqlogError {
+    return new ReqlogError(GrpcStatus.RESOURCE_EXHAUSTED, "INVALID_REQUEST", message, { retryAfterMs });
   }
 
   static unauthenticated(message: string): ReqlogError {

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { type DescService } from "@bufbuild/protobuf";
 import {
   type Client,
@@ -16,23 +17,41 @@ export interface CliClient {
   close(): void;
 }
 
-export function createCliClient(service: DescService, address: string): CliClient {
+/** How the CLI reaches the server. */
+export interface Connection {
+  server: string;
+  /** Bearer token (REQLOG_TOKEN). */
+  token?: string;
+  /** TLS: true for the system's roots, or a CA file (PEM). */
+  tls?: boolean | string;
+}
+
+export function createCliClient(service: DescService, connection: Connection | string): CliClient {
+  const { server, token, tls } = typeof connection === "string" ? { server: connection } : connection;
   const Ctor = makeGenericClientConstructor(clientDefinition(service), service.typeName);
-  const client = new Ctor(address, credentials.createInsecure(), {
+  const channel = tls
+    ? credentials.createSsl(typeof tls === "string" ? readFileSync(tls) : null)
+    : credentials.createInsecure();
+  const client = new Ctor(server, channel, {
     "grpc.max_receive_message_length": -1,
   }) as Client & Record<string, (...args: unknown[]) => unknown>;
+  const metadata = () => {
+    const md = new Metadata();
+    if (token) md.set("authorization", `Bearer ${token}`);
+    return md;
+  };
   return {
     unary<Res>(method: string, request: unknown) {
       return new Promise<Res>((resolve, reject) =>
         (client[method] as (r: unknown, md: Metadata, cb: (e: ServiceError | null, r: Res) => void) => void)(
           request,
-          new Metadata(),
+          metadata(),
           (err, res) => (err ? reject(err) : resolve(res)),
         ),
       );
     },
     stream<Res>(method: string, request: unknown) {
-      return (client[method] as (r: unknown, md: Metadata) => ClientReadableStream<Res>)(request, new Metadata());
+      return (client[method] as (r: unknown, md: Metadata) => ClientReadableStream<Res>)(request, metadata());
     },
     close() {
       client.close();

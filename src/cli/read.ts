@@ -11,12 +11,11 @@ import {
 import { parseDuration } from "../config.js";
 import { maxCount } from "../query/read-plan.js";
 import { levelNames } from "../write/validate-lines.js";
-import { callFailure, createCliClient } from "./client.js";
+import { callFailure, type Connection, createCliClient } from "./client.js";
 
 export type OutputFormat = "combined" | "json" | "table";
 
-export interface ReadOptions {
-  server: string;
+export interface ReadOptions extends Connection {
   app: string;
   module?: string;
   version: string[];
@@ -104,7 +103,7 @@ function readRequest(options: ReadOptions, nowMs: number) {
  * new matching requests as they are committed, until interrupted.
  */
 export async function readCommand(options: ReadOptions, print: (text: string) => void = (t) => process.stdout.write(`${t}\n`)): Promise<void> {
-  const client = createCliClient(LogService, options.server);
+  const client = createCliClient(LogService, options);
   try {
     const base = readRequest(options, Date.now());
     const found: RequestLog[] = [];

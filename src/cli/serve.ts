@@ -1,6 +1,9 @@
+import { createAuthorizer } from "../auth/authorizer.js";
+import { createTokenStore } from "../auth/token-store.js";
 import { systemClock } from "../clock.js";
 import { isLoopback, type ServeConfig } from "../config.js";
 import { startServer } from "../grpc/server.js";
+import { serverCredentials } from "../grpc/tls.js";
 import { createLogger } from "../logger.js";
 import { startHousekeeping } from "../store/housekeeping.js";
 import { openDatabase } from "../store/sqlite/open-database.js";
@@ -9,10 +12,15 @@ import { createSqliteStore } from "../store/sqlite/sqlite-store.js";
 /** `reqlog serve`: open the database, serve until SIGTERM/SIGINT, then shut down gracefully. */
 export async function serve(config: ServeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
-  if (!isLoopback(config.listen)) {
+  const credentials = serverCredentials(config.tls);
+  const db = openDatabase({ path: config.db, sync: config.sync });
+  const tokens = createTokenStore(db, systemClock);
+  if (!isLoopback(config.listen) && !tokens.anyActive()) {
     if (!config.allowRemoteWithoutAuth) {
+      db.close();
       throw new Error(
-        `refusing to listen on ${config.listen}: a non-loopback address needs access tokens; ` +
+        `refusing to listen on ${config.listen}: a non-loopback address needs access tokens ` +
+          `(create one with: reqlog token create --db ${config.db} --scope write:logs); ` +
           "listen on 127.0.0.1, or pass --allow-remote-without-auth to serve anyone who can connect",
       );
     }
@@ -21,11 +29,11 @@ export async function serve(config: ServeConfig): Promise<void> {
       "SERVING WITHOUT AUTHENTICATION on a non-loopback address: anyone who can connect can read and write all logs",
     );
   }
-  const db = openDatabase({ path: config.db, sync: config.sync });
   const store = createSqliteStore(db, systemClock, { readWorkers: config.readWorkers });
+  const auth = createAuthorizer(tokens, { callsPerSecond: config.limits.rateLimit });
   const server = await startServer(
-    { store, limits: config.limits },
-    { listen: config.listen, shutdownTimeoutMs: config.shutdownTimeoutMs, logger },
+    { store, limits: config.limits, auth },
+    { listen: config.listen, shutdownTimeoutMs: config.shutdownTimeoutMs, logger, credentials },
   ).catch(async (err: unknown) => {
     await store.close();
     throw err;
@@ -59,7 +67,14 @@ export async function serve(config: ServeConfig): Promise<void> {
   // Announced only once the signals are handled: whoever waits for this line
   // may send SIGTERM at once.
   logger.info(
-    { address: server.address, db: config.db, sync: config.sync, retentionMs: config.retentionMs },
+    {
+      address: server.address,
+      db: config.db,
+      sync: config.sync,
+      retentionMs: config.retentionMs,
+      tls: config.tls.cert !== undefined,
+      tokens: tokens.anyActive(),
+    },
     "reqlog serving",
   );
 }

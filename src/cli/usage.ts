@@ -7,11 +7,10 @@ import {
   LogUsageResponseSchema,
   LogService,
 } from "../../gen/reqlog/v1/log_service_pb.js";
-import { callFailure, createCliClient } from "./client.js";
+import { callFailure, type Connection, createCliClient } from "./client.js";
 import { parseTime } from "./read.js";
 
-export interface UsageOptions {
-  server: string;
+export interface UsageOptions extends Connection {
   app: string;
   version: string[];
   since?: string;
@@ -63,7 +62,7 @@ export async function usageCommand(
   options: UsageOptions,
   print: (text: string) => void = (t) => process.stdout.write(`${t}\n`),
 ): Promise<void> {
-  const client = createCliClient(LogService, options.server);
+  const client = createCliClient(LogService, options);
   try {
     const now = Date.now();
     const request = create(LogUsageRequestSchema, {

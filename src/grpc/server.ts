@@ -21,6 +21,8 @@ export interface ServerOptions {
   /** How long in-flight calls may run on after a shutdown starts before they are cut off. */
   shutdownTimeoutMs: number;
   logger: Logger;
+  /** Plaintext when unset. */
+  credentials?: ServerCredentials;
 }
 
 export interface RunningServer {
@@ -63,7 +65,7 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
   addReflection(server);
 
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(options.listen, ServerCredentials.createInsecure(), (err, bound) =>
+    server.bindAsync(options.listen, options.credentials ?? ServerCredentials.createInsecure(), (err, bound) =>
       err ? reject(new Error(`cannot listen on ${options.listen}: ${err.message}`, { cause: err })) : resolve(bound),
     ),
   );

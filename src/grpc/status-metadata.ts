@@ -1,7 +1,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { anyPack } from "@bufbuild/protobuf/wkt";
+import { anyPack, DurationSchema } from "@bufbuild/protobuf/wkt";
 import { Metadata, type ServiceError } from "@grpc/grpc-js";
-import { ErrorInfoSchema, StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { ErrorInfoSchema, RetryInfoSchema, StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import type { ReqlogError } from "../reqlog-error.js";
 
 /** The ErrorInfo domain of every reqlog error. */
@@ -19,6 +19,13 @@ export function toServiceError(err: ReqlogError): Partial<ServiceError> {
     message: err.message,
     details: [anyPack(ErrorInfoSchema, create(ErrorInfoSchema, { reason: err.reason, domain: errorDomain }))],
   });
+  if (err.retryAfterMs !== undefined) {
+    const delay = create(DurationSchema, {
+      seconds: BigInt(Math.floor(err.retryAfterMs / 1000)),
+      nanos: (err.retryAfterMs % 1000) * 1_000_000,
+    });
+    details.details.push(anyPack(RetryInfoSchema, create(RetryInfoSchema, { retryDelay: delay })));
+  }
   const metadata = new Metadata();
   metadata.set("grpc-status-details-bin", Buffer.from(toBinary(StatusSchema, details)));
   return { code: err.code, details: err.message, metadata };

@@ -21,8 +21,8 @@ function text(metadata: Metadata, key: string): string | undefined {
   return value === undefined ? undefined : String(value);
 }
 
-function required(metadata: Metadata, key: string, rpc: string): string {
-  const value = text(metadata, key);
+function required(metadata: Metadata, key: string, rpc: string, fallback?: string): string {
+  const value = text(metadata, key) ?? fallback;
   if (value === undefined) throw ReqlogError.invalid(`${rpc} needs call metadata ${key}`);
   checkIdentifier(value, `call metadata ${key}`);
   return value;
@@ -35,9 +35,12 @@ function moduleOf(metadata: Metadata): { moduleId: string; moduleSet: boolean } 
   return { moduleId, moduleSet: true };
 }
 
-/** The request a Flush belongs to: app, module (default "default"), version and request id. */
-export function requestContext(metadata: Metadata): RequestContext {
-  const appId = required(metadata, metadataKeys.appId, "Flush");
+/**
+ * The request a Flush belongs to: app (default: the token's, when it is
+ * limited to one), module (default "default"), version and request id.
+ */
+export function requestContext(metadata: Metadata, defaultApp?: string): RequestContext {
+  const appId = required(metadata, metadataKeys.appId, "Flush", defaultApp);
   const versionId = required(metadata, metadataKeys.versionId, "Flush");
   const asText = text(metadata, metadataKeys.requestId);
   const asBytes = metadata.get(metadataKeys.requestIdBin);
@@ -59,8 +62,8 @@ export function requestContext(metadata: Metadata): RequestContext {
  * The instance a SetStatus comes from: app, module (default "default"),
  * version and instance id (default "": the version as a whole).
  */
-export function instanceKey(metadata: Metadata): InstanceKey {
-  const appId = required(metadata, metadataKeys.appId, "SetStatus");
+export function instanceKey(metadata: Metadata, defaultApp?: string): InstanceKey {
+  const appId = required(metadata, metadataKeys.appId, "SetStatus", defaultApp);
   const versionId = required(metadata, metadataKeys.versionId, "SetStatus");
   const instanceId = text(metadata, metadataKeys.instanceId);
   if (instanceId !== undefined) checkIdentifier(instanceId, `call metadata ${metadataKeys.instanceId}`);

@@ -11,9 +11,11 @@ import type { ServiceDeps, UnaryHandler } from "./handler.js";
 verifyUtf8(UserAppLogGroupSchema);
 
 /** Flush: the app lines of the request named by the call metadata. */
-export function createFlushHandler({ store, limits }: ServiceDeps): UnaryHandler<FlushRequest, Empty> {
+export function createFlushHandler({ store, limits, auth }: ServiceDeps): UnaryHandler<FlushRequest, Empty> {
   return async (request, call) => {
-    const context = requestContext(call.metadata);
+    const principal = auth.authenticate(call.metadata);
+    const context = requestContext(call.metadata, auth.defaultApp(principal));
+    auth.authorize(principal, "write", [context.appId]);
     let group;
     try {
       group = fromBinary(UserAppLogGroupSchema, request.logs);

@@ -1,4 +1,5 @@
 import type { Metadata } from "@grpc/grpc-js";
+import type { Authorizer } from "../auth/authorizer.js";
 import type { Limits } from "../limits.js";
 import type { Store } from "../store/store.js";
 
@@ -14,4 +15,5 @@ export type UnaryHandler<Req, Res> = (request: Req, call: CallInfo) => Promise<R
 export interface ServiceDeps {
   store: Store;
   limits: Limits;
+  auth: Authorizer;
 }

@@ -8,12 +8,14 @@ import { instanceKey } from "./call-metadata.js";
 import type { ServiceDeps, UnaryHandler } from "./handler.js";
 
 /** SetStatus: the latest status text of the calling instance. */
-export function createSetStatusHandler({ store, limits }: ServiceDeps): UnaryHandler<SetStatusRequest, Empty> {
+export function createSetStatusHandler({ store, limits, auth }: ServiceDeps): UnaryHandler<SetStatusRequest, Empty> {
   return async (request, call) => {
+    const principal = auth.authenticate(call.metadata);
     if (missingRequiredFields(SetStatusRequestSchema, request).length > 0) {
       throw ReqlogError.invalid("required field not set: status");
     }
-    const instance = instanceKey(call.metadata);
+    const instance = instanceKey(call.metadata, auth.defaultApp(principal));
+    auth.authorize(principal, "write", [instance.appId]);
     if (request.status.trim() === "") throw ReqlogError.invalid("status is empty");
     const bytes = Buffer.byteLength(request.status, "utf8");
     if (bytes > limits.maxStatusBytes) throw exceeded(limits, "maxStatusBytes", bytes, "status size in bytes");

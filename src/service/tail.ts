@@ -30,17 +30,19 @@ export interface TailService {
  * slow reader lags behind (reading from the database as it catches up)
  * instead of growing server memory.
  */
-export function createTailService({ store, limits }: ServiceDeps): TailService {
+export function createTailService({ store, limits, auth }: ServiceDeps): TailService {
   const offsets = createOffsetCodec(store.offsetKey());
   const open = new Set<TailCall>();
   /** Messages written to each tail's stream and not yet handed to the socket. */
   const unsent = new WeakMap<TailCall, number>();
 
   async function follow(request: LogReadRequest, call: TailCall): Promise<void> {
+    const principal = auth.authenticate(call.metadata);
     if (request.requestId.length > 0 || request.offset) {
       throw ReqlogError.invalid("Tail follows new records: request_id and offset are not accepted");
     }
     const plan = planRead(request, limits, offsets);
+    auth.authorize(principal, "read", [plan.appId]);
     if (open.size >= limits.maxTails) throw exceeded(limits, "maxTails", open.size + 1, "number of open Tail calls");
 
     let lastSeq = store.currentSeq();

@@ -25,9 +25,11 @@ function record(b: Omit<UsageBucket, "versionId"> & { versionId?: string }): Log
 }
 
 /** Usage: storage statistics per time bucket and version, from the hourly rollups. */
-export function createUsageHandler({ store }: ServiceDeps): UnaryHandler<LogUsageRequest, LogUsageResponse> {
-  return async (request) => {
+export function createUsageHandler({ store, auth }: ServiceDeps): UnaryHandler<LogUsageRequest, LogUsageResponse> {
+  return async (request, call) => {
+    const principal = auth.authenticate(call.metadata);
     const plan = planUsage(request);
+    auth.authorize(principal, "read", [plan.appId]);
     const { buckets, versions } = store.usage(plan);
     if (plan.versionsOnly) {
       return create(LogUsageResponseSchema, {

@@ -1,5 +1,7 @@
 import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
 import type { Clock } from "../../src/clock.js";
+import { createAuthorizer } from "../../src/auth/authorizer.js";
+import { createTokenStore, type TokenStore } from "../../src/auth/token-store.js";
 import { startServer, type RunningServer } from "../../src/grpc/server.js";
 import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createLogger } from "../../src/logger.js";
@@ -13,6 +15,7 @@ export interface TestServer {
   server: RunningServer;
   client: TestClient;
   store: Store;
+  tokens: TokenStore;
   /** The same database the store uses, for checks on raw rows. */
   db: Database.Database;
   /** Sets the injected clock (microseconds). */
@@ -22,15 +25,24 @@ export interface TestServer {
 
 /** A real server on 127.0.0.1:0 over a fresh SQLite database, with a controlled clock. */
 export async function startTestServer(
-  options: { limits?: Partial<Limits>; dbPath?: string; now?: bigint; readWorkers?: number } = {},
+  options: {
+    limits?: Partial<Limits>;
+    dbPath?: string;
+    now?: bigint;
+    readWorkers?: number;
+    /** The rate limiter's clock (ms). */
+    monotonicNow?: () => number;
+  } = {},
 ): Promise<TestServer> {
   let now = options.now ?? 1_795_000_000_000_000n;
   const clock: Clock = () => now;
   const db = openDatabase({ path: options.dbPath ?? ":memory:" });
   const store = createSqliteStore(db, clock, { readWorkers: options.readWorkers });
   const limits = { ...defaultLimits, ...options.limits };
+  const tokens = createTokenStore(db, clock);
+  const auth = createAuthorizer(tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const server = await startServer(
-    { store, limits },
+    { store, limits, auth },
     { listen: "127.0.0.1:0", shutdownTimeoutMs: 2000, logger: createLogger("silent") },
   );
   const client = createTestClient(LogService, server.address);
@@ -38,6 +50,7 @@ export async function startTestServer(
     server,
     client,
     store,
+    tokens,
     db,
     setNow(usec) {
       now = usec;

@@ -8,15 +8,15 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Any } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_any } from "@bufbuild/protobuf/wkt";
+import type { Any, Duration } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_any, file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file google/rpc/status.proto.
  */
 export const file_google_rpc_status: GenFile = /*@__PURE__*/
-  fileDesc("Chdnb29nbGUvcnBjL3N0YXR1cy5wcm90bxIKZ29vZ2xlLnJwYyJOCgZTdGF0dXMSDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiUKB2RldGFpbHMYAyADKAsyFC5nb29nbGUucHJvdG9idWYuQW55IpMBCglFcnJvckluZm8SDgoGcmVhc29uGAEgASgJEg4KBmRvbWFpbhgCIAEoCRI1CghtZXRhZGF0YRgDIAMoCzIjLmdvb2dsZS5ycGMuRXJyb3JJbmZvLk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBYgZwcm90bzM", [file_google_protobuf_any]);
+  fileDesc("Chdnb29nbGUvcnBjL3N0YXR1cy5wcm90bxIKZ29vZ2xlLnJwYyJOCgZTdGF0dXMSDAoEY29kZRgBIAEoBRIPCgdtZXNzYWdlGAIgASgJEiUKB2RldGFpbHMYAyADKAsyFC5nb29nbGUucHJvdG9idWYuQW55IpMBCglFcnJvckluZm8SDgoGcmVhc29uGAEgASgJEg4KBmRvbWFpbhgCIAEoCRI1CghtZXRhZGF0YRgDIAMoCzIjLmdvb2dsZS5ycGMuRXJyb3JJbmZvLk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjsKCVJldHJ5SW5mbxIuCgtyZXRyeV9kZWxheRgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbmIGcHJvdG8z", [file_google_protobuf_any, file_google_protobuf_duration]);
 
 /**
  * The status of a failed call: the gRPC code, a message, and typed details.
@@ -75,4 +75,23 @@ export type ErrorInfo = Message<"google.rpc.ErrorInfo"> & {
  */
 export const ErrorInfoSchema: GenMessage<ErrorInfo> = /*@__PURE__*/
   messageDesc(file_google_rpc_status, 1);
+
+/**
+ * When to retry a call refused for a rate limit.
+ *
+ * @generated from message google.rpc.RetryInfo
+ */
+export type RetryInfo = Message<"google.rpc.RetryInfo"> & {
+  /**
+   * @generated from field: google.protobuf.Duration retry_delay = 1;
+   */
+  retryDelay?: Duration | undefined;
+};
+
+/**
+ * Describes the message google.rpc.RetryInfo.
+ * Use `create(RetryInfoSchema)` to create a new message.
+ */
+export const RetryInfoSchema: GenMessage<RetryInfo> = /*@__PURE__*/
+  messageDesc(file_google_rpc_status, 2);
 

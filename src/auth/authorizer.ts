@@ -1,0 +1,87 @@
+import type { Metadata } from "@grpc/grpc-js";
+import { ReqlogError } from "../reqlog-error.js";
+import type { TokenInfo, TokenStore } from "./token-store.js";
+
+/** Who is calling: a token, or anyone while no token is configured (loopback only). */
+export type Principal = { kind: "token"; token: TokenInfo } | { kind: "open" };
+
+export type Access = "read" | "write";
+
+export interface Authorizer {
+  /** Checks the bearer token of a call (and its rate); UNAUTHENTICATED or RESOURCE_EXHAUSTED when it fails. */
+  authenticate(metadata: Metadata): Principal;
+  /** PERMISSION_DENIED unless the principal may `access` every one of `apps`. */
+  authorize(principal: Principal, access: Access, apps: Iterable<string>): void;
+  /** The app a call names implicitly: a token limited to exactly one app. */
+  defaultApp(principal: Principal): string | undefined;
+}
+
+export interface AuthorizerOptions {
+  /** Calls per second one token may make (0: no limit). */
+  callsPerSecond: number;
+  now?: () => number;
+}
+
+/**
+ * Bearer tokens from `authorization` metadata, checked against their hashes.
+ * Once any token exists every call must present a valid one; with none, the
+ * server is open (and then it listens on loopback only, see `serve`).
+ */
+export function createAuthorizer(tokens: TokenStore, options: AuthorizerOptions): Authorizer {
+  const now = options.now ?? (() => performance.now());
+  // A token bucket per token: up to one second of calls in a burst.
+  const buckets = new Map<number, { level: number; at: number }>();
+
+  function charge(token: TokenInfo): void {
+    const rate = options.callsPerSecond;
+    if (rate <= 0) return;
+    const t = now();
+    const bucket = buckets.get(token.id) ?? { level: rate, at: t };
+    bucket.level = Math.min(rate, bucket.level + ((t - bucket.at) / 1000) * rate);
+    bucket.at = t;
+    buckets.set(token.id, bucket);
+    if (bucket.level < 1) {
+      const retryMs = Math.ceil(((1 - bucket.level) / rate) * 1000);
+      throw ReqlogError.exhausted(
+        `rate limit of ${rate} calls/s for this token exceeded: retry in ${retryMs} ms (limit rate-limit=${rate})`,
+        retryMs,
+      );
+    }
+    bucket.level -= 1;
+  }
+
+  return {
+    authenticate(metadata) {
+      const values = metadata.get("authorization");
+      if (values.length === 0) {
+        if (!tokens.anyActive()) return { kind: "open" };
+        throw ReqlogError.unauthenticated("missing access token: send call metadata authorization: Bearer <token>");
+      }
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(String(values[0]));
+      if (values.length > 1 || !match) {
+        throw ReqlogError.unauthenticated("authorization metadata must be one 'Bearer <token>'");
+      }
+      const token = tokens.find(match[1]!);
+      if (!token) throw ReqlogError.unauthenticated("invalid or revoked access token");
+      charge(token);
+      return { kind: "token", token };
+    },
+
+    authorize(principal, access, apps) {
+      if (principal.kind === "open") return;
+      const { scopes, apps: allowed } = principal.token;
+      if (!scopes.includes("admin") && !scopes.includes(`${access}:logs`)) {
+        throw ReqlogError.permissionDenied(`this token lacks the ${access}:logs scope`);
+      }
+      if (allowed) {
+        for (const app of apps) {
+          if (!allowed.includes(app)) throw ReqlogError.permissionDenied(`this token is not allowed app "${app}"`);
+        }
+      }
+    },
+
+    defaultApp(principal) {
+      return principal.kind === "token" && principal.token.apps?.length === 1 ? principal.token.apps[0] : undefined;
+    },
+  };
+}

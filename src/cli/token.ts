@@ -1,0 +1,61 @@
+import { createTokenStore, type Scope, scopes, type TokenInfo } from "../auth/token-store.js";
+import { systemClock } from "../clock.js";
+import { openDatabase } from "../store/sqlite/open-database.js";
+import { checkIdentifier } from "../write/identifiers.js";
+
+function withTokens<T>(dbPath: string, work: (tokens: ReturnType<typeof createTokenStore>) => T): T {
+  const db = openDatabase({ path: dbPath });
+  try {
+    return work(createTokenStore(db, systemClock));
+  } finally {
+    db.close();
+  }
+}
+
+/** Checks scope names; returns them typed. */
+export function parseScopes(given: string[]): Scope[] {
+  if (given.length === 0) throw new Error(`give at least one --scope (${scopes.join(", ")})`);
+  for (const s of given) {
+    if (!(scopes as readonly string[]).includes(s)) throw new Error(`--scope: "${s}" is not one of ${scopes.join(", ")}`);
+  }
+  return given as Scope[];
+}
+
+/** `reqlog token create`: the new token alone on stdout (it is shown only this once). */
+export function createTokenCommand(options: { db: string; scope: string[]; app: string[]; name?: string }): string {
+  const chosen = parseScopes(options.scope);
+  for (const app of options.app) checkIdentifier(app, "--app");
+  return withTokens(options.db, (tokens) => {
+    const name = options.name ?? `${chosen.join("+")}${options.app.length ? ` for ${options.app.join(",")}` : ""}`;
+    return tokens.create({ name, scopes: chosen, apps: options.app }).token;
+  });
+}
+
+function describe(t: TokenInfo): string {
+  const when = (usec: bigint) => new Date(Number(usec / 1000n)).toISOString().replace(/\.\d+Z$/, "Z");
+  return [
+    String(t.id).padStart(4),
+    t.revoked === undefined ? "active " : "revoked",
+    t.scopes.join(",").padEnd(20),
+    (t.apps?.join(",") ?? "(all apps)").padEnd(20),
+    when(t.created),
+    t.name,
+  ].join("  ");
+}
+
+/** `reqlog token list`: every token's id, state, scopes, apps, creation time and name (never the token). */
+export function listTokensCommand(options: { db: string }): string {
+  return withTokens(options.db, (tokens) => {
+    const all = tokens.list();
+    if (all.length === 0) return "no tokens: the server is open to anyone who can reach it (loopback only)";
+    return ["  id  state    scopes                apps                  created               name", ...all.map(describe)].join("\n");
+  });
+}
+
+/** `reqlog token revoke ID`. */
+export function revokeTokenCommand(options: { db: string }, id: number): string {
+  return withTokens(options.db, (tokens) => {
+    if (!tokens.revoke(id)) throw new Error(`no active token with id ${id}`);
+    return `revoked token ${id}`;
+  });
+}
