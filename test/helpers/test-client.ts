@@ -1,6 +1,7 @@
 import { type DescMessage, type DescService, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import {
+  type ChannelCredentials,
   type Client,
   credentials,
   makeGenericClientConstructor,
@@ -29,9 +30,9 @@ const strictRepliesCodec: ClientCodec = {
 
 export type TestClient = Client & Record<string, (...args: unknown[]) => unknown>;
 
-export function createTestClient(service: DescService, address: string): TestClient {
+export function createTestClient(service: DescService, address: string, tls?: ChannelCredentials): TestClient {
   const Ctor = makeGenericClientConstructor(clientDefinition(service, strictRepliesCodec), service.typeName);
-  return new Ctor(address, credentials.createInsecure(), {
+  return new Ctor(address, tls ?? credentials.createInsecure(), {
     "grpc.max_send_message_length": -1,
     "grpc.max_receive_message_length": -1,
   }) as unknown as TestClient;

@@ -10,6 +10,7 @@ import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/store.js";
 import { createTestClient, type TestClient } from "./test-client.js";
 import type Database from "better-sqlite3";
+import type { ChannelCredentials, ServerCredentials } from "@grpc/grpc-js";
 
 export interface TestServer {
   server: RunningServer;
@@ -32,6 +33,9 @@ export async function startTestServer(
     readWorkers?: number;
     /** The rate limiter's clock (ms). */
     monotonicNow?: () => number;
+    /** TLS for the server (and then the test client trusts `clientTls`). */
+    credentials?: ServerCredentials;
+    clientTls?: ChannelCredentials;
   } = {},
 ): Promise<TestServer> {
   let now = options.now ?? 1_795_000_000_000_000n;
@@ -43,9 +47,9 @@ export async function startTestServer(
   const auth = createAuthorizer(tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const server = await startServer(
     { store, limits, auth },
-    { listen: "127.0.0.1:0", shutdownTimeoutMs: 2000, logger: createLogger("silent") },
+    { listen: "127.0.0.1:0", shutdownTimeoutMs: 2000, logger: createLogger("silent"), credentials: options.credentials },
   );
-  const client = createTestClient(LogService, server.address);
+  const client = createTestClient(LogService, server.address, options.clientTls);
   return {
     server,
     client,
