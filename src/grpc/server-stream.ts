@@ -1,8 +1,7 @@
-import { status as GrpcStatus, type ServerWritableStream } from "@grpc/grpc-js";
+import type { ServerWritableStream } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { ReqlogError } from "../reqlog-error.js";
 import type { Decoded } from "./service-definition.js";
-import { toServiceError } from "./status-metadata.js";
+import { failure } from "./status-metadata.js";
 
 /** A server-streaming handler: resolves when the stream is over. */
 export type StreamHandler<Req, Res> = (request: Req, call: ServerWritableStream<unknown, Res>) => Promise<void>;
@@ -17,11 +16,7 @@ export function serverStream<Req, Res>(method: string, handler: StreamHandler<Re
       () => {
         if (!call.writableEnded) call.end();
       },
-      (err: unknown) => {
-        const error = ReqlogError.from(err);
-        if (error.code === GrpcStatus.INTERNAL) logger.error({ err: error.cause ?? err, method }, "internal error");
-        call.emit("error", toServiceError(error));
-      },
+      (err: unknown) => call.emit("error", failure(err, method, logger)),
     );
   };
 }

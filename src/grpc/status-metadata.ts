@@ -1,8 +1,9 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { anyPack, DurationSchema } from "@bufbuild/protobuf/wkt";
-import { Metadata, type ServiceError } from "@grpc/grpc-js";
+import { status as GrpcStatus, Metadata, type ServiceError } from "@grpc/grpc-js";
+import type { Logger } from "pino";
 import { ErrorInfoSchema, RetryInfoSchema, StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import type { ReqlogError } from "../reqlog-error.js";
+import { ReqlogError } from "../reqlog-error.js";
 
 /** The ErrorInfo domain of every reqlog error. */
 export const errorDomain = "reqlog";
@@ -29,4 +30,21 @@ export function toServiceError(err: ReqlogError): Partial<ServiceError> {
   const metadata = new Metadata();
   metadata.set("grpc-status-details-bin", Buffer.from(toBinary(StatusSchema, details)));
   return { code: err.code, details: err.message, metadata };
+}
+
+/**
+ * A failure on its way out of any RPC: normalised, logged by its weight
+ * (internal errors with their cause, storage faults as warnings, refused
+ * requests at debug level), and turned into the status to send.
+ */
+export function failure(err: unknown, method: string, logger: Logger): Partial<ServiceError> {
+  const error = ReqlogError.from(err);
+  if (error.code === GrpcStatus.INTERNAL) {
+    logger.error({ err: error.cause ?? err, method }, "internal error");
+  } else if (error.reason === "STORAGE_ERROR") {
+    logger.warn({ method, message: error.message, cause: String(error.cause) }, "storage fault");
+  } else {
+    logger.debug({ method, code: error.code, message: error.message }, "call refused");
+  }
+  return toServiceError(error);
 }

@@ -1,10 +1,8 @@
 import type { sendUnaryData, ServerUnaryCall } from "@grpc/grpc-js";
-import { status as GrpcStatus } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { ReqlogError } from "../reqlog-error.js";
 import type { UnaryHandler } from "../service/handler.js";
 import type { Decoded } from "./service-definition.js";
-import { toServiceError } from "./status-metadata.js";
+import { failure } from "./status-metadata.js";
 
 /**
  * Adapts a handler to grpc-js: a request that did not decode is refused with
@@ -20,15 +18,7 @@ export function unary<Req, Res>(method: string, handler: UnaryHandler<Req, Res>,
       : Promise.reject(decoded.error);
     result.then(
       (response) => callback(null, response),
-      (err: unknown) => {
-        const error = ReqlogError.from(err);
-        if (error.code === GrpcStatus.INTERNAL) {
-          logger.error({ err: error.cause ?? err, method }, "internal error");
-        } else {
-          logger.debug({ method, code: error.code, message: error.message }, "call refused");
-        }
-        callback(toServiceError(error));
-      },
+      (err: unknown) => callback(failure(err, method, logger)),
     );
   };
 }

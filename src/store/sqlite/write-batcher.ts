@@ -26,16 +26,23 @@ export function createWriteBatcher(db: Database.Database, onCommit: () => void =
   let queue: PendingWrite[] = [];
   let scheduled = false;
 
-  const commitGroup = db.transaction((group: PendingWrite[]) =>
-    group.map((w) => {
+  // The error that made SQLite roll back the whole transaction, if one did.
+  let aborted: unknown;
+  const commitGroup = db.transaction((group: PendingWrite[]) => {
+    aborted = undefined;
+    return group.map((w) => {
+      // Some errors (a full disk among them) make SQLite roll back the whole
+      // transaction: the writes after it must not run outside one.
+      if (aborted !== undefined) return { ok: false as const, err: aborted };
       try {
         // A nested better-sqlite3 transaction is a SAVEPOINT.
         return { ok: true as const, value: db.transaction(w.run)() };
       } catch (err) {
+        if (!db.inTransaction) aborted = err;
         return { ok: false as const, err };
       }
-    }),
-  );
+    });
+  });
 
   function drain(): void {
     scheduled = false;
@@ -45,8 +52,10 @@ export function createWriteBatcher(db: Database.Database, onCommit: () => void =
       try {
         outcomes = commitGroup(group);
       } catch (err) {
-        // COMMIT itself failed: nothing of the group is stored.
-        for (const w of group) w.reject(err);
+        // COMMIT failed, or SQLite had already rolled the transaction back
+        // (then COMMIT finds none): nothing of the group is stored, and the
+        // error that caused it is the one to report.
+        for (const w of group) w.reject(aborted ?? err);
         continue;
       }
       onCommit();
