@@ -18,6 +18,12 @@ export interface UsagePlan {
   versionsOnly: boolean;
 }
 
+/**
+ * The last whole hour an int32 of seconds can hold (2038-01-19T03:00:00Z):
+ * LogUsageRecord's times are int32, so ranges end there at the latest.
+ */
+export const lastHour = Math.floor((2 ** 31 - 1) / 3600);
+
 /** Most buckets one Usage may return. */
 export const maxBuckets = 100_000;
 
@@ -40,7 +46,7 @@ export function planUsage(request: LogUsageRequest): UsagePlan {
     throw ReqlogError.invalid(`start_time (${request.startTime}) is after end_time (${request.endTime})`);
   }
   const startHour = hasStart ? Math.floor(request.startTime / 3600) : undefined;
-  const endHour = hasEnd ? Math.ceil(request.endTime / 3600) : undefined;
+  const endHour = hasEnd ? Math.min(Math.ceil(request.endTime / 3600), lastHour) : undefined;
   const resolutionHours = request.resolutionHours;
   if (startHour !== undefined && endHour !== undefined && resolutionHours > 0) {
     const buckets = Math.ceil((endHour - startHour) / resolutionHours);

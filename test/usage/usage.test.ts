@@ -101,6 +101,14 @@ describe("Usage", () => {
     expect(err).toEqual({ code: status.INVALID_ARGUMENT, details: message, reason: "INVALID_REQUEST" });
   });
 
+  it("ends a range at the last hour an int32 of seconds holds (found by fuzzing)", async () => {
+    await seed();
+    const r = await usage({ startTime: h0, endTime: 2_147_483_647 });
+    expect(rows(r)).toHaveLength(4);
+    const all = await usage({ startTime: 2_147_480_000, endTime: 2_147_483_647, resolutionHours: 0 });
+    expect(all.usage).toEqual([]);
+  });
+
   it("answers an app with no data with an empty list and a zero summary", async () => {
     const r = await usage({ appId: "nobody" });
     expect(r.usage).toEqual([]);

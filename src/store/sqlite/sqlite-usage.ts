@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import type { UsagePlan } from "../../query/usage-plan.js";
+import { lastHour, type UsagePlan } from "../../query/usage-plan.js";
 import type { UsageBucket } from "../store.js";
 
 /**
@@ -24,7 +24,7 @@ export function createUsageReader(db: Database.Database) {
     if (app === undefined) return { buckets: [], versions: [] };
     const stored = range.get(app) as { first: number | null; last: number | null };
     const start = plan.startHour ?? stored.first;
-    const end = plan.endHour ?? (stored.last === null ? null : stored.last + 1);
+    const end = plan.endHour ?? (stored.last === null ? null : Math.min(stored.last + 1, lastHour));
     if (start === null || end === null || start >= end) return { buckets: [], versions: [] };
 
     const params = { app, start, end, versions: JSON.stringify(plan.versions ?? []) };

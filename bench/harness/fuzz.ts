@@ -1,0 +1,138 @@
+import { create, type DescMessage, toBinary } from "@bufbuild/protobuf";
+import { type Client, Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import {
+  FlushRequestSchema,
+  ListStatusRequestSchema,
+  LogLineSchema,
+  LogReadRequestSchema,
+  LogUsageRequestSchema,
+  RequestLogSchema,
+  SetStatusRequestSchema,
+  UserAppLogGroupSchema,
+  UserAppLogLineSchema,
+  WriteRequestSchema,
+} from "../../gen/reqlog/v1/log_service_pb.js";
+import { createRandom } from "../forge-traffic.js";
+
+const t0 = 1_795_000_000_000_000n;
+const context = { "reqlog-app-id": "fuzz", "reqlog-version-id": "v1", "reqlog-request-id": "req-1", "reqlog-instance-id": "i-1" };
+
+const log = (i: number) =>
+  create(RequestLogSchema, {
+    appId: "fuzz", versionId: "v1", requestId: new TextEncoder().encode(`f${i}`), ip: "192.0.2.1", startTime: t0,
+    endTime: t0 + 10n, latency: 10n, mcycles: 0n, method: "GET", resource: "/api/v1/teams/1", httpVersion: "HTTP/1.1",
+    status: 200, responseSize: 9n, urlMapEntry: "", combined: "", host: "forge.example",
+    line: [create(LogLineSchema, { time: t0, level: 1, logMessage: "caf\u00e9" })],
+  });
+
+const group = toBinary(UserAppLogGroupSchema, create(UserAppLogGroupSchema, {
+  logLine: [create(UserAppLogLineSchema, { timestampUsec: t0, level: 2n, message: "m\u00e9" })],
+}));
+
+/** A valid request for each RPC: what the mutations start from. */
+const seeds: { method: string; stream: boolean; schema: DescMessage; bytes: Uint8Array }[] = [
+  { method: "Write", stream: false, schema: WriteRequestSchema, bytes: toBinary(WriteRequestSchema, create(WriteRequestSchema, { log: [log(1), log(2)] })) },
+  { method: "Flush", stream: false, schema: FlushRequestSchema, bytes: toBinary(FlushRequestSchema, create(FlushRequestSchema, { logs: group })) },
+  { method: "SetStatus", stream: false, schema: SetStatusRequestSchema, bytes: toBinary(SetStatusRequestSchema, create(SetStatusRequestSchema, { status: "serving \u00e9" })) },
+  { method: "Read", stream: false, schema: LogReadRequestSchema, bytes: toBinary(LogReadRequestSchema, create(LogReadRequestSchema, { appId: "fuzz", count: 5n, combinedLogRegex: "GET", includeAppLogs: true })) },
+  { method: "Usage", stream: false, schema: LogUsageRequestSchema, bytes: toBinary(LogUsageRequestSchema, create(LogUsageRequestSchema, { appId: "fuzz", resolutionHours: 2 })) },
+  { method: "ListStatus", stream: false, schema: ListStatusRequestSchema, bytes: toBinary(ListStatusRequestSchema, create(ListStatusRequestSchema, { appId: "fuzz" })) },
+  { method: "Tail", stream: true, schema: LogReadRequestSchema, bytes: toBinary(LogReadRequestSchema, create(LogReadRequestSchema, { appId: "fuzz" })) },
+];
+
+type Random = ReturnType<typeof createRandom>;
+
+/** One hostile message: random, mutated, truncated, of another type, oversized, or with bad UTF-8. */
+function hostile(r: Random, seed: Uint8Array): { kind: string; bytes: Uint8Array } {
+  switch (r.int(7)) {
+    case 0:
+      return { kind: "random", bytes: Uint8Array.from({ length: r.int(300) }, () => r.int(256)) };
+    case 1: {
+      const bytes = Uint8Array.from(seed);
+      for (let i = 0, n = 1 + r.int(5); i < n && bytes.length > 0; i++) bytes[r.int(bytes.length)] ^= 1 << r.int(8);
+      return { kind: "flipped", bytes };
+    }
+    case 2:
+      return { kind: "truncated", bytes: seed.slice(0, r.int(seed.length)) };
+    case 3:
+      return { kind: "other type", bytes: r.pick(seeds).bytes };
+    case 4: {
+      // A repeated field many times over: the first field of the seed, copied.
+      const parts = Array.from({ length: 200 + r.int(3000) }, () => seed);
+      return { kind: "huge repeated", bytes: Buffer.concat(parts) };
+    }
+    case 5: {
+      const bytes = Uint8Array.from(seed);
+      const at = bytes.findIndex((b) => b === 0xc3); // inside an é
+      if (at >= 0) bytes[at] = 0xff;
+      return { kind: "invalid utf-8", bytes };
+    }
+    default: {
+      const bytes = Uint8Array.from([...seed, ...Array.from({ length: 1 + r.int(20) }, () => r.int(256))]);
+      return { kind: "trailing junk", bytes };
+    }
+  }
+}
+
+function metadataFor(r: Random, method: string): Metadata {
+  const md = new Metadata();
+  if (method === "Flush" || method === "SetStatus") {
+    for (const [k, v] of Object.entries(context)) if (r.next() > 0.1) md.set(k, r.next() < 0.1 ? "" : v);
+  }
+  return md;
+}
+
+export interface FuzzReport {
+  sent: number;
+  /** Replies by gRPC status name. */
+  codes: Record<string, number>;
+  /** Calls answered INTERNAL or UNKNOWN: bugs. */
+  failures: { method: string; kind: string; code: string; details: string }[];
+  seconds: number;
+}
+
+const codeName = (code: number) => (status as unknown as Record<number, string>)[code] ?? String(code);
+
+/**
+ * Sends `count` hostile messages to every RPC in turn (raw bytes, so nothing
+ * on the client side checks them) and tallies the answers.
+ */
+export async function fuzz(client: Client, count: number, seed = 1, concurrency = 16): Promise<FuzzReport> {
+  const r = createRandom(seed);
+  const report: FuzzReport = { sent: 0, codes: {}, failures: [], seconds: 0 };
+  const started = performance.now();
+  const one = async (): Promise<void> => {
+    const target = r.pick(seeds);
+    const { kind, bytes } = hostile(r, target.bytes);
+    const path = `/reqlog.v1.LogService/${target.method}`;
+    const md = metadataFor(r, target.method);
+    const code = await new Promise<number>((resolve) => {
+      const done = (err: ServiceError | null) => {
+        const c = err ? err.code : status.OK;
+        if (c === status.INTERNAL || c === status.UNKNOWN) {
+          report.failures.push({ method: target.method, kind, code: codeName(c), details: err?.details ?? "" });
+        }
+        resolve(c);
+      };
+      if (target.stream) {
+        const call = client.makeServerStreamRequest(path, (b: Buffer) => b, (b: Buffer) => b, Buffer.from(bytes), md);
+        call.on("metadata", () => call.cancel());
+        call.on("data", () => undefined);
+        call.on("error", (e: ServiceError) => done(e.code === status.CANCELLED ? null : e));
+        call.on("end", () => done(null));
+      } else {
+        client.makeUnaryRequest(path, (b: Buffer) => b, (b: Buffer) => b, Buffer.from(bytes), md, (err) => done(err));
+      }
+    });
+    report.sent++;
+    report.codes[codeName(code)] = (report.codes[codeName(code)] ?? 0) + 1;
+  };
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < count) await one();
+    }),
+  );
+  report.seconds = (performance.now() - started) / 1000;
+  return report;
+}
