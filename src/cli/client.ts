@@ -13,6 +13,8 @@ import { clientDefinition } from "../grpc/service-definition.js";
 /** A small promise-based client for the CLI commands. */
 export interface CliClient {
   unary<Res>(method: string, request: unknown): Promise<Res>;
+  /** A unary call with extra call metadata (e.g. Flush's request context). */
+  unaryWith<Res>(method: string, request: unknown, extra: Record<string, string>): Promise<Res>;
   stream<Res>(method: string, request: unknown): ClientReadableStream<Res>;
   close(): void;
 }
@@ -42,10 +44,15 @@ export function createCliClient(service: DescService, connection: Connection | s
   };
   return {
     unary<Res>(method: string, request: unknown) {
+      return this.unaryWith<Res>(method, request, {});
+    },
+    unaryWith<Res>(method: string, request: unknown, extra: Record<string, string>) {
+      const md = metadata();
+      for (const [k, v] of Object.entries(extra)) md.set(k, v);
       return new Promise<Res>((resolve, reject) =>
         (client[method] as (r: unknown, md: Metadata, cb: (e: ServiceError | null, r: Res) => void) => void)(
           request,
-          metadata(),
+          md,
           (err, res) => (err ? reject(err) : resolve(res)),
         ),
       );

@@ -7,7 +7,7 @@ import { generate } from "selfsigned";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LogReadRequestSchema, LogService } from "../../gen/reqlog/v1/log_service_pb.js";
 import { serverCredentials } from "../../src/grpc/tls.js";
-import { runCli } from "../helpers/child-server.js";
+import { runCli } from "../../bench/harness/child-server.js";
 import { createTestClient, unaryCall } from "../helpers/test-client.js";
 import { startTestServer } from "../helpers/test-server.js";
 

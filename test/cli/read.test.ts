@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LogLineSchema, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { parseSeverity, parseTime } from "../../src/cli/read.js";
-import { mainScript, runCli } from "../helpers/child-server.js";
+import { mainScript, runCli } from "../../bench/harness/child-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { unaryCall } from "../helpers/test-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { mainScript, startChildServer } from "../helpers/child-server.js";
+import { mainScript, startChildServer } from "../../bench/harness/child-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reqlog-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

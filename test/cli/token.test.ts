@@ -5,7 +5,7 @@ import { create } from "@bufbuild/protobuf";
 import { status } from "@grpc/grpc-js";
 import { afterAll, describe, expect, it } from "vitest";
 import { LogReadRequestSchema, LogService, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
-import { runCli, startChildServer } from "../helpers/child-server.js";
+import { runCli, startChildServer } from "../../bench/harness/child-server.js";
 import { minimalLog } from "../helpers/fixtures.js";
 import { callError, createTestClient, unaryCall } from "../helpers/test-client.js";
 

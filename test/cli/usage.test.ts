@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
-import { runCli } from "../helpers/child-server.js";
+import { runCli } from "../../bench/harness/child-server.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
 import { unaryCall } from "../helpers/test-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";

@@ -10,7 +10,7 @@ import {
   type RequestLog,
   WriteRequestSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
-import { runCli } from "../helpers/child-server.js";
+import { runCli } from "../../bench/harness/child-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { callError, unaryCall } from "../helpers/test-client.js";
 import { startTestServer } from "../helpers/test-server.js";
