@@ -2,6 +2,8 @@ import { create, type DescMessage, toBinary } from "@bufbuild/protobuf";
 import { type Client, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import {
   FlushRequestSchema,
+  IngestRequestSchema,
+  RequestLinesSchema,
   ListStatusRequestSchema,
   LogLineSchema,
   LogReadRequestSchema,
@@ -30,7 +32,17 @@ const group = toBinary(UserAppLogGroupSchema, create(UserAppLogGroupSchema, {
 }));
 
 /** A valid request for each RPC: what the mutations start from. */
-const seeds: { method: string; stream: boolean; schema: DescMessage; bytes: Uint8Array }[] = [
+const seeds: { method: string; stream: boolean | "bidi"; schema: DescMessage; bytes: Uint8Array }[] = [
+  {
+    method: "Ingest",
+    stream: "bidi",
+    schema: IngestRequestSchema,
+    bytes: toBinary(IngestRequestSchema, create(IngestRequestSchema, {
+      batchId: 1n,
+      log: [log(3)],
+      lines: [create(RequestLinesSchema, { appId: "fuzz", versionId: "v1", requestId: new TextEncoder().encode("f3"), line: [create(UserAppLogLineSchema, { timestampUsec: t0, level: 1n, message: "\u00e9" })] })],
+    })),
+  },
   { method: "Write", stream: false, schema: WriteRequestSchema, bytes: toBinary(WriteRequestSchema, create(WriteRequestSchema, { log: [log(1), log(2)] })) },
   { method: "Flush", stream: false, schema: FlushRequestSchema, bytes: toBinary(FlushRequestSchema, create(FlushRequestSchema, { logs: group })) },
   { method: "SetStatus", stream: false, schema: SetStatusRequestSchema, bytes: toBinary(SetStatusRequestSchema, create(SetStatusRequestSchema, { status: "serving \u00e9" })) },
@@ -114,7 +126,14 @@ export async function fuzz(client: Client, count: number, seed = 1, concurrency 
         }
         resolve(c);
       };
-      if (target.stream) {
+      if (target.stream === "bidi") {
+        const call = client.makeBidiStreamRequest(path, (b: Buffer) => b, (b: Buffer) => b, md);
+        call.on("data", () => undefined);
+        call.on("error", (e: ServiceError) => done(e));
+        call.on("end", () => done(null));
+        call.write(Buffer.from(bytes));
+        call.end();
+      } else if (target.stream) {
         const call = client.makeServerStreamRequest(path, (b: Buffer) => b, (b: Buffer) => b, Buffer.from(bytes), md);
         call.on("metadata", () => call.cancel());
         call.on("data", () => undefined);

@@ -6,6 +6,7 @@ import { createFlushHandler } from "../service/flush.js";
 import type { ServiceDeps } from "../service/handler.js";
 import { createReadHandler } from "../service/read.js";
 import { createListStatusHandler } from "../service/list-status.js";
+import { createIngestHandler } from "../service/ingest.js";
 import { createTailService } from "../service/tail.js";
 import { createUsageHandler } from "../service/usage.js";
 import { createSetStatusHandler } from "../service/set-status.js";
@@ -59,6 +60,7 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
     write: unary("Write", createWriteHandler(deps), logger),
     listStatus: unary("ListStatus", createListStatusHandler(deps), logger),
     tail: serverStream("Tail", tails.follow, logger),
+    ingest: createIngestHandler(deps, logger),
   });
   const health = new HealthImplementation(Object.fromEntries(healthNames.map((n) => [n, "SERVING"])));
   health.addToServer(server as unknown as Parameters<typeof health.addToServer>[0]);

@@ -63,6 +63,11 @@ export interface WriteResult {
 export interface Store {
   /** Upserts request records (by app and request id) with their lines. */
   write(records: readonly PreparedRecord[]): Promise<WriteResult>;
+  /**
+   * Stores request records and app lines of several requests in one
+   * transaction (an Ingest batch); lines count only when new.
+   */
+  ingest(records: readonly PreparedRecord[], flushes: readonly { request: RequestContext; lines: readonly AppLine[] }[]): Promise<WriteResult>;
   /** Stores app lines of one request; returns how many were new. */
   flush(request: RequestContext, lines: readonly AppLine[]): Promise<number>;
   /** Stores the latest status text of an instance. */

@@ -8,7 +8,7 @@ import { missingRequiredFields } from "./required-fields.js";
 import { type AppLine, checkLines } from "./validate-lines.js";
 
 /** Required RequestLog fields that Write derives when the writer leaves them unset. */
-const derivedFields = new Set(
+export const derivedFields: ReadonlySet<string> = new Set(
   ["ip", "end_time", "latency", "mcycles", "http_version", "status", "response_size", "url_map_entry", "combined"].map(
     (name) => `${RequestLogSchema.typeName}.${name}`,
   ),

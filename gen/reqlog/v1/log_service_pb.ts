@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file reqlog/v1/log_service.proto.
  */
 export const file_reqlog_v1_log_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSJKChFMaXN0U3RhdHVzUmVxdWVzdBIOCgZhcHBfaWQYASACKAkSEQoJbW9kdWxlX2lkGAIgASgJEhIKCnZlcnNpb25faWQYAyABKAkiegoOSW5zdGFuY2VTdGF0dXMSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAIoCRISCgp2ZXJzaW9uX2lkGAMgAigJEhMKC2luc3RhbmNlX2lkGAQgAigJEg4KBnN0YXR1cxgFIAIoCRIMCgR0aW1lGAYgAigDIj8KEkxpc3RTdGF0dXNSZXNwb25zZRIpCgZzdGF0dXMYASADKAsyGS5yZXFsb2cudjEuSW5zdGFuY2VTdGF0dXMy0QMKCkxvZ1NlcnZpY2USOAoFRmx1c2gSFy5yZXFsb2cudjEuRmx1c2hSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5EkAKCVNldFN0YXR1cxIbLnJlcWxvZy52MS5TZXRTdGF0dXNSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5Ej0KBFJlYWQSGS5yZXFsb2cudjEuTG9nUmVhZFJlcXVlc3QaGi5yZXFsb2cudjEuTG9nUmVhZFJlc3BvbnNlEkAKBVVzYWdlEhoucmVxbG9nLnYxLkxvZ1VzYWdlUmVxdWVzdBobLnJlcWxvZy52MS5Mb2dVc2FnZVJlc3BvbnNlEjoKBVdyaXRlEhcucmVxbG9nLnYxLldyaXRlUmVxdWVzdBoYLnJlcWxvZy52MS5Xcml0ZVJlc3BvbnNlEkkKCkxpc3RTdGF0dXMSHC5yZXFsb2cudjEuTGlzdFN0YXR1c1JlcXVlc3QaHS5yZXFsb2cudjEuTGlzdFN0YXR1c1Jlc3BvbnNlEj8KBFRhaWwSGS5yZXFsb2cudjEuTG9nUmVhZFJlcXVlc3QaGi5yZXFsb2cudjEuTG9nUmVhZFJlc3BvbnNlMAE", [file_google_protobuf_empty]);
+  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzMo8ECgpMb2dTZXJ2aWNlEjgKBUZsdXNoEhcucmVxbG9nLnYxLkZsdXNoUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eRJACglTZXRTdGF0dXMSGy5yZXFsb2cudjEuU2V0U3RhdHVzUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eRI9CgRSZWFkEhkucmVxbG9nLnYxLkxvZ1JlYWRSZXF1ZXN0GhoucmVxbG9nLnYxLkxvZ1JlYWRSZXNwb25zZRJACgVVc2FnZRIaLnJlcWxvZy52MS5Mb2dVc2FnZVJlcXVlc3QaGy5yZXFsb2cudjEuTG9nVXNhZ2VSZXNwb25zZRI6CgVXcml0ZRIXLnJlcWxvZy52MS5Xcml0ZVJlcXVlc3QaGC5yZXFsb2cudjEuV3JpdGVSZXNwb25zZRJJCgpMaXN0U3RhdHVzEhwucmVxbG9nLnYxLkxpc3RTdGF0dXNSZXF1ZXN0Gh0ucmVxbG9nLnYxLkxpc3RTdGF0dXNSZXNwb25zZRI8CgZJbmdlc3QSGC5yZXFsb2cudjEuSW5nZXN0UmVxdWVzdBoULnJlcWxvZy52MS5Jbmdlc3RBY2soATABEj8KBFRhaWwSGS5yZXFsb2cudjEuTG9nUmVhZFJlcXVlc3QaGi5yZXFsb2cudjEuTG9nUmVhZFJlc3BvbnNlMAE", [file_google_protobuf_empty]);
 
 /**
  * The error codes a failed call carries, as the reason of a google.rpc.ErrorInfo
@@ -741,6 +741,110 @@ export const WriteResponseSchema: GenMessage<WriteResponse> = /*@__PURE__*/
   messageDesc(file_reqlog_v1_log_service, 15);
 
 /**
+ * App log lines of one request, named as Flush's call metadata names it.
+ *
+ * @generated from message reqlog.v1.RequestLines
+ */
+export type RequestLines = Message<"reqlog.v1.RequestLines"> & {
+  /**
+   * @generated from field: required string app_id = 1;
+   */
+  appId: string;
+
+  /**
+   * @generated from field: optional string module_id = 2 [default = "default"];
+   */
+  moduleId: string;
+
+  /**
+   * @generated from field: required string version_id = 3;
+   */
+  versionId: string;
+
+  /**
+   * @generated from field: required bytes request_id = 4;
+   */
+  requestId: Uint8Array;
+
+  /**
+   * @generated from field: repeated reqlog.v1.UserAppLogLine line = 5;
+   */
+  line: UserAppLogLine[];
+};
+
+/**
+ * Describes the message reqlog.v1.RequestLines.
+ * Use `create(RequestLinesSchema)` to create a new message.
+ */
+export const RequestLinesSchema: GenMessage<RequestLines> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 16);
+
+/**
+ * One batch on an Ingest stream: request records and app lines of any
+ * requests of the stream's apps, stored in one transaction.
+ *
+ * @generated from message reqlog.v1.IngestRequest
+ */
+export type IngestRequest = Message<"reqlog.v1.IngestRequest"> & {
+  /**
+   * The client's number for the batch, echoed in its acknowledgement.
+   *
+   * @generated from field: optional uint64 batch_id = 1;
+   */
+  batchId: bigint;
+
+  /**
+   * @generated from field: repeated reqlog.v1.RequestLog log = 2;
+   */
+  log: RequestLog[];
+
+  /**
+   * @generated from field: repeated reqlog.v1.RequestLines lines = 3;
+   */
+  lines: RequestLines[];
+};
+
+/**
+ * Describes the message reqlog.v1.IngestRequest.
+ * Use `create(IngestRequestSchema)` to create a new message.
+ */
+export const IngestRequestSchema: GenMessage<IngestRequest> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 17);
+
+/**
+ * The acknowledgement of one Ingest batch, sent once it is committed.
+ *
+ * @generated from message reqlog.v1.IngestAck
+ */
+export type IngestAck = Message<"reqlog.v1.IngestAck"> & {
+  /**
+   * @generated from field: required uint64 batch_id = 1;
+   */
+  batchId: bigint;
+
+  /**
+   * Request records stored.
+   *
+   * @generated from field: required int32 records = 2;
+   */
+  records: number;
+
+  /**
+   * App log lines newly stored (re-sent lines are not counted).
+   *
+   * @generated from field: required int32 lines = 3;
+   */
+  lines: number;
+};
+
+/**
+ * Describes the message reqlog.v1.IngestAck.
+ * Use `create(IngestAckSchema)` to create a new message.
+ */
+export const IngestAckSchema: GenMessage<IngestAck> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 18);
+
+/**
  * Which instance statuses to list; unset fields match all.
  *
  * @generated from message reqlog.v1.ListStatusRequest
@@ -767,7 +871,7 @@ export type ListStatusRequest = Message<"reqlog.v1.ListStatusRequest"> & {
  * Use `create(ListStatusRequestSchema)` to create a new message.
  */
 export const ListStatusRequestSchema: GenMessage<ListStatusRequest> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 16);
+  messageDesc(file_reqlog_v1_log_service, 19);
 
 /**
  * The latest status text one instance set.
@@ -813,7 +917,7 @@ export type InstanceStatus = Message<"reqlog.v1.InstanceStatus"> & {
  * Use `create(InstanceStatusSchema)` to create a new message.
  */
 export const InstanceStatusSchema: GenMessage<InstanceStatus> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 17);
+  messageDesc(file_reqlog_v1_log_service, 20);
 
 /**
  * Instance statuses, ordered by module, version and instance.
@@ -832,7 +936,7 @@ export type ListStatusResponse = Message<"reqlog.v1.ListStatusResponse"> & {
  * Use `create(ListStatusResponseSchema)` to create a new message.
  */
 export const ListStatusResponseSchema: GenMessage<ListStatusResponse> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 18);
+  messageDesc(file_reqlog_v1_log_service, 21);
 
 /**
  * Stores and reads HTTP request records and their app log lines.
@@ -899,6 +1003,19 @@ export const LogService: GenService<{
     methodKind: "unary";
     input: typeof ListStatusRequestSchema;
     output: typeof ListStatusResponseSchema;
+  },
+  /**
+   * Streams batches of request records and app lines in; each batch is
+   * acknowledged once it is committed. One batch is processed at a time per
+   * stream, so a client that sends faster than the store commits is slowed
+   * by HTTP/2 flow control rather than buffered.
+   *
+   * @generated from rpc reqlog.v1.LogService.Ingest
+   */
+  ingest: {
+    methodKind: "bidi_streaming";
+    input: typeof IngestRequestSchema;
+    output: typeof IngestAckSchema;
   },
   /**
    * Follows new and updated records matching the filters, as they are

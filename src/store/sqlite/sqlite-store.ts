@@ -308,6 +308,16 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
       });
     },
 
+    ingest(records, flushes) {
+      return change((): WriteResult => {
+        const at = now();
+        let lines = 0;
+        for (const record of records) lines += writeRecord(record, at);
+        for (const f of flushes) lines += flushLines(f.request, f.lines, at);
+        return { records: records.length, lines };
+      });
+    },
+
     flush(request, lines) {
       return change(() => flushLines(request, lines, now()));
     },

@@ -1,0 +1,104 @@
+import { create, isFieldSet } from "@bufbuild/protobuf";
+import type { ServerDuplexStream } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import {
+  type IngestAck,
+  IngestAckSchema,
+  type IngestRequest,
+  IngestRequestSchema,
+  RequestLinesSchema,
+} from "../../gen/reqlog/v1/log_service_pb.js";
+import type { Principal } from "../auth/authorizer.js";
+import type { Decoded } from "../grpc/service-definition.js";
+import { failure } from "../grpc/status-metadata.js";
+import { exceeded } from "../limits.js";
+import { ReqlogError } from "../reqlog-error.js";
+import type { RequestContext } from "../store/store.js";
+import { checkIdentifier } from "../write/identifiers.js";
+import { derivedFields, prepareRequestLog } from "../write/prepare-request-log.js";
+import { missingRequiredFields } from "../write/required-fields.js";
+import { type AppLine, checkLines } from "../write/validate-lines.js";
+import type { ServiceDeps } from "./handler.js";
+
+type IngestCall = ServerDuplexStream<Decoded<IngestRequest>, IngestAck>;
+
+/**
+ * Ingest: batches of records and lines on one long-lived stream. Each batch
+ * is validated whole, committed (sharing the group commit with other
+ * writers), then acknowledged. The stream is paused while a batch is in
+ * flight, so a client that sends faster than batches commit is held back by
+ * HTTP/2 flow control instead of being buffered. A batch that is refused ends
+ * the stream with its error; it stored nothing, and every batch acknowledged
+ * before it is stored.
+ */
+export function createIngestHandler({ store, limits, auth }: ServiceDeps, logger: Logger) {
+  async function commit(batch: IngestRequest, principal: Principal): Promise<IngestAck> {
+    if (batch.log.length > limits.maxRecordsPerWrite) {
+      throw exceeded(limits, "maxRecordsPerWrite", batch.log.length, "number of records in an Ingest batch");
+    }
+    const missing = missingRequiredFields(IngestRequestSchema, batch, derivedFields);
+    if (missing.length > 0) throw ReqlogError.invalid(`required field${missing.length > 1 ? "s" : ""} not set: ${missing.join(", ")}`);
+    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`));
+    const flushes = batch.lines.map((entry, i): { request: RequestContext; lines: AppLine[] } => {
+      const where = `lines[${i}]`;
+      checkIdentifier(entry.appId, `${where}.app_id`);
+      checkIdentifier(entry.moduleId, `${where}.module_id`);
+      checkIdentifier(entry.versionId, `${where}.version_id`);
+      checkIdentifier(entry.requestId, `${where}.request_id`);
+      return {
+        request: {
+          appId: entry.appId,
+          moduleId: entry.moduleId,
+          moduleSet: isFieldSet(entry, RequestLinesSchema.field.moduleId),
+          versionId: entry.versionId,
+          requestId: entry.requestId,
+        },
+        lines: checkLines(
+          entry.line.map((l) => ({ time: l.timestampUsec, level: l.level, message: l.message })),
+          limits,
+          `${where}.line`,
+        ),
+      };
+    });
+    auth.authorize(principal, "write", new Set([...batch.log.map((l) => l.appId), ...batch.lines.map((l) => l.appId)]));
+    const result = await store.ingest(records, flushes);
+    return create(IngestAckSchema, { batchId: batch.batchId, records: result.records, lines: result.lines });
+  }
+
+  return (call: IngestCall): void => {
+    let principal: Principal;
+    try {
+      principal = auth.authenticate(call.metadata);
+    } catch (err) {
+      call.emit("error", failure(err, "Ingest", logger));
+      return;
+    }
+    let failed = false;
+    let inFlight: Promise<void> = Promise.resolve();
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      call.emit("error", failure(err, "Ingest", logger));
+    };
+    call.on("data", (decoded: Decoded<IngestRequest>) => {
+      if (failed) return;
+      call.pause();
+      inFlight = (decoded.ok ? commit(decoded.message, principal) : Promise.reject(decoded.error)).then(
+        (ack) => {
+          if (failed) return;
+          call.write(ack);
+          call.resume();
+        },
+        fail,
+      );
+    });
+    call.on("end", () => {
+      void inFlight.then(() => {
+        if (!failed) call.end();
+      });
+    });
+    call.on("error", () => {
+      failed = true;
+    });
+  };
+}
