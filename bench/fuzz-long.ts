@@ -31,13 +31,14 @@ async function main() {
   const server = await startServer({ store, limits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 2000, logger: createLogger("silent") });
   const Ctor = makeGenericClientConstructor(clientDefinition(LogService), LogService.typeName);
   const client = new Ctor(server.address, credentials.createInsecure());
-  const totals = { sent: 0, seconds: 0, codes: {} as Record<string, number>, failures: [] as unknown[] };
+  const totals = { sent: 0, seconds: 0, transportResets: 0, codes: {} as Record<string, number>, failures: [] as unknown[] };
   const chunk = 50_000;
   for (let done = 0; done < total; done += chunk) {
     const r = await fuzz(client, Math.min(chunk, total - done), seed + done);
     totals.sent += r.sent;
     totals.seconds += r.seconds;
     totals.failures.push(...r.failures);
+    totals.transportResets += r.transportResets;
     for (const [k, v] of Object.entries(r.codes)) totals.codes[k] = (totals.codes[k] ?? 0) + v;
     process.stdout.write(`  ${totals.sent.toLocaleString()} sent, ${totals.failures.length} INTERNAL/UNKNOWN\r`);
   }
@@ -47,6 +48,7 @@ async function main() {
   const integrity = db.pragma("integrity_check", { simple: true });
   console.log(`\nfuzz: ${totals.sent.toLocaleString()} hostile messages in ${totals.seconds.toFixed(0)} s (${Math.round(totals.sent / totals.seconds)}/s), seed ${seed}`);
   console.log(`  answers: ${JSON.stringify(totals.codes)}`);
+  console.log(`  cut off by HTTP/2 rapid-reset protection (connection closed, not an answer): ${totals.transportResets}`);
   console.log(`  INTERNAL or UNKNOWN: ${totals.failures.length}; health afterwards: ${h.status === 1 ? "SERVING" : h.status}; integrity_check: ${integrity}`);
   if (totals.failures.length > 0) console.log(totals.failures.slice(0, 10));
   client.close();

@@ -14,9 +14,13 @@ export function serverStream<Req, Res>(method: string, handler: StreamHandler<Re
     const result = decoded.ok ? handler(decoded.message, stream) : Promise.reject(decoded.error);
     result.then(
       () => {
-        if (!call.writableEnded) call.end();
+        // A cancelled call is over already: ending it again would write to a
+        // reset HTTP/2 stream.
+        if (!call.cancelled && !call.writableEnded) call.end();
       },
-      (err: unknown) => call.emit("error", failure(err, method, logger)),
+      (err: unknown) => {
+        if (!call.cancelled) call.emit("error", failure(err, method, logger));
+      },
     );
   };
 }

@@ -24,6 +24,7 @@ describe("fuzzing every RPC", () => {
 
     const report = await fuzz(ts.client, 3000, 7);
     expect(report.failures).toEqual([]);
+    expect(report.transportResets).toBeLessThan(report.sent / 100);
     expect(report.sent).toBe(3000);
     expect(report.codes.INVALID_ARGUMENT).toBeGreaterThan(500); // most hostile messages are refused as bad input
 
