@@ -12,6 +12,11 @@ import { rowToRequestLog, toSql } from "./record-columns.js";
 
 type Row = Record<string, unknown>;
 
+/** Named parameters for a statement built for this plan: the ones it uses are the defined ones. */
+function definedParams(params: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined));
+}
+
 const recordSelect = `
   SELECT r.*, a.app_id, v.module_id, v.version_id FROM requests r
   JOIN versions v ON v.id = r.version_key JOIN apps a ON a.id = r.app_key`;
@@ -250,18 +255,16 @@ export function createSqliteReader(db: Database.Database) {
 
   /** The keyset scan of one page: unchanged and changed records merged in snapshot order. */
   function* scan(app: number, plan: ReadPlan, versions: number[] | undefined, snapshot: bigint): Generator<Row> {
-    const params = Object.fromEntries(
-      Object.entries({
-        app,
-        snapshot,
-        start: plan.startTime,
-        upper: upperBound(plan),
-        afterTime: plan.after?.sortTime,
-        afterId: plan.after?.id,
-        level: plan.minimumLogLevel,
-        replica: plan.replicaIndex,
-      }).filter(([, v]) => v !== undefined),
-    );
+    const params = definedParams({
+      app,
+      snapshot,
+      start: plan.startTime,
+      upper: upperBound(plan),
+      afterTime: plan.after?.sortTime,
+      afterId: plan.after?.id,
+      level: plan.minimumLogLevel,
+      replica: plan.replicaIndex,
+    });
     let changed: Row[] = [];
     if (snapshot < currentSeq()) {
       const after = plan.after;
@@ -360,17 +363,15 @@ export function createSqliteReader(db: Database.Database) {
        JOIN versions v ON v.id = r.version_key JOIN apps a ON a.id = r.app_key
        WHERE ${where.join(" AND ")} ORDER BY r.seq LIMIT @limit`,
     ).all(
-      Object.fromEntries(
-        Object.entries({
-          app,
-          after: afterSeq,
-          limit,
-          start: plan.startTime,
-          end: plan.endTime,
-          level: plan.minimumLogLevel,
-          replica: plan.replicaIndex,
-        }).filter(([, v]) => v !== undefined),
-      ),
+      definedParams({
+        app,
+        after: afterSeq,
+        limit,
+        start: plan.startTime,
+        end: plan.endTime,
+        level: plan.minimumLogLevel,
+        replica: plan.replicaIndex,
+      }),
     ) as Row[];
     // A full batch may have more behind it; otherwise everything up to now was examined.
     const lastSeq = rows.length === limit ? (rows[rows.length - 1]!.seq as bigint) : upTo;
