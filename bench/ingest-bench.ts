@@ -1,0 +1,122 @@
+/**
+ * App-line ingest over the Ingest stream vs raw better-sqlite3 inserts of the
+ * same lines into a table shaped like reqlog's own, on the same machine in one run.
+ *   npm run bench:ingest -- [lines]      (default 2,000,000)
+ */
+import { once } from "node:events";
+import { create } from "@bufbuild/protobuf";
+import { type ClientDuplexStream, credentials, makeGenericClientConstructor, Metadata } from "@grpc/grpc-js";
+import Database from "better-sqlite3";
+import {
+  type IngestAck,
+  IngestRequestSchema,
+  LogService,
+  RequestLinesSchema,
+  UserAppLogLineSchema,
+} from "../gen/reqlog/v1/log_service_pb.js";
+import { createAuthorizer } from "../src/auth/authorizer.js";
+import { createTokenStore } from "../src/auth/token-store.js";
+import { systemClock } from "../src/clock.js";
+import { clientDefinition } from "../src/grpc/service-definition.js";
+import { startServer } from "../src/grpc/server.js";
+import { defaultLimits } from "../src/limits.js";
+import { createLogger } from "../src/logger.js";
+import { openDatabase } from "../src/store/sqlite/open-database.js";
+import { createSqliteStore } from "../src/store/sqlite/sqlite-store.js";
+import { createRandom } from "./forge-traffic.js";
+import { benchDbPath, benchStart } from "./load.js";
+
+const total = Number(process.argv[2] ?? 2_000_000);
+const perBatch = 1000;
+const perRequest = 10;
+const messages = [
+  "resolving ref main", "listing commits", "serving artifact from object storage", "Stars are disabled.",
+  "webhook not found", "signed URL expired", "created branch from old_ref_name", "fork scheduled",
+];
+
+/** The lines, as (request, time, level, message), the same for both sides. */
+function* lines() {
+  const r = createRandom(7);
+  for (let i = 0; i < total; i++) {
+    yield { request: Math.floor(i / perRequest), time: benchStart + BigInt(i * 50), level: r.int(5), message: r.pick(messages) };
+  }
+}
+
+async function viaIngest(): Promise<number> {
+  const db = openDatabase({ path: benchDbPath("ingest") });
+  const store = createSqliteStore(db, systemClock);
+  const auth = createAuthorizer(createTokenStore(db, systemClock), { callsPerSecond: 0 });
+  const server = await startServer({ store, limits: defaultLimits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
+  const Ctor = makeGenericClientConstructor(clientDefinition(LogService), LogService.typeName);
+  const client = new Ctor(server.address, credentials.createInsecure()) as unknown as Record<string, (md: Metadata) => ClientDuplexStream<unknown, IngestAck>>;
+  const started = performance.now();
+  const stream = client.ingest!(new Metadata());
+  let acked = 0;
+  const done = new Promise<void>((resolve, reject) => {
+    stream.on("data", (ack: IngestAck) => {
+      acked += ack.lines;
+    });
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
+  let batch = create(IngestRequestSchema, { batchId: 0n });
+  let entry: ReturnType<typeof create<typeof RequestLinesSchema>> | undefined;
+  let count = 0;
+  for (const line of lines()) {
+    if (!entry || entry.requestId.length === 0 || Number(new TextDecoder().decode(entry.requestId)) !== line.request) {
+      entry = create(RequestLinesSchema, { appId: "forge", versionId: "v42", requestId: new TextEncoder().encode(String(line.request)) });
+      batch.lines.push(entry);
+    }
+    entry.line.push(create(UserAppLogLineSchema, { timestampUsec: line.time, level: BigInt(line.level), message: line.message }));
+    if (++count % perBatch === 0) {
+      if (!stream.write(batch)) await once(stream, "drain");
+      batch = create(IngestRequestSchema, { batchId: BigInt(count / perBatch) });
+      entry = undefined;
+    }
+  }
+  if (batch.lines.length > 0) stream.write(batch);
+  stream.end();
+  await done;
+  const seconds = (performance.now() - started) / 1000;
+  if (acked !== total) throw new Error(`acknowledged ${acked} lines of ${total}`);
+  await server.shutdown();
+  return total / seconds;
+}
+
+function rawSqlite(): number {
+  const db = new Database(benchDbPath("raw"));
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.exec(`CREATE TABLE lines (request_key INTEGER NOT NULL, time INTEGER NOT NULL, pos INTEGER NOT NULL,
+    level INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (request_key, time, pos, level, message)) WITHOUT ROWID`);
+  const insert = db.prepare("INSERT INTO lines VALUES (?, ?, ?, ?, ?)");
+  const commit = db.transaction((rows: { request: number; time: bigint; level: number; message: string }[]) => {
+    rows.forEach((l, i) => insert.run(l.request, l.time, i % perRequest, l.level, l.message));
+  });
+  const started = performance.now();
+  let rows = [];
+  for (const line of lines()) {
+    rows.push(line);
+    if (rows.length === perBatch) {
+      commit(rows);
+      rows = [];
+    }
+  }
+  if (rows.length > 0) commit(rows);
+  const rate = total / ((performance.now() - started) / 1000);
+  db.close();
+  return rate;
+}
+
+async function main() {
+  const raw = rawSqlite();
+  const ingest = await viaIngest();
+  console.log(`App-line ingest, ${total.toLocaleString()} lines in batches of ${perBatch} (synchronous=FULL both):`);
+  console.log(`  raw better-sqlite3 inserts (baseline):   ${Math.round(raw).toLocaleString()} lines/s`);
+  console.log(`  Ingest stream, end to end over gRPC:     ${Math.round(ingest).toLocaleString()} lines/s   ${(ingest / raw).toFixed(2)}x`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
