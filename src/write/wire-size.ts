@@ -2,10 +2,20 @@ import { toBinary } from "@bufbuild/protobuf";
 import { type RequestLog, RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine } from "./validate-lines.js";
 
-/** Bytes of a varint encoding of a non-negative integer (negative int64s take 10). */
+/** Bytes of a varint encoding of an integer (negative int64s take 10). */
 function varintBytes(value: bigint | number): number {
-  let v = BigInt(value);
-  if (v < 0n) return 10;
+  if (value < 0) return 10;
+  // Numbers up to 2^53 are exact; the rare larger bigint takes the slow path.
+  if (typeof value === "number" || value <= 9_007_199_254_740_991n) {
+    let v = Number(value);
+    let n = 1;
+    while (v >= 128) {
+      v = Math.floor(v / 128);
+      n++;
+    }
+    return n;
+  }
+  let v = value;
   let n = 1;
   while (v >= 0x80n) {
     v >>= 7n;

@@ -36,6 +36,9 @@ describe("storage faults", () => {
         refused = await callError(unaryCall(ts.client, "write", create(WriteRequestSchema, { log: batch(i * 100, 100) }))).catch(() => undefined);
       }
       expect(refused).toEqual({ code: status.UNAVAILABLE, details: "storage is full, retry later", reason: "STORAGE_ERROR" });
+      // A new app's first write fails while the disk is full (its app row is rolled back with it).
+      const lateApp = () => create(WriteRequestSchema, { log: batch(200_000, 50).map((l) => ({ ...l, appId: "late" })) });
+      expect((await callError(unaryCall(ts.client, "write", lateApp()))).code).toBe(status.UNAVAILABLE);
 
       const read = await unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", count: 1000n }));
       expect(read.log.length).toBeGreaterThanOrEqual(100);
@@ -46,6 +49,10 @@ describe("storage faults", () => {
       await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: batch(100_000, 100) }));
       const after = await unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", count: 1000n }));
       expect(after.log.length).toBe(before + 100);
+      // The retried write of the new app is stored under that app, not under a key that was rolled back.
+      await unaryCall(ts.client, "write", lateApp());
+      const late = await unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "late", count: 1000n }));
+      expect(late.log).toHaveLength(50);
     } finally {
       await ts.close();
     }

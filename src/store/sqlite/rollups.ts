@@ -20,7 +20,9 @@ export interface UsageShare {
 
 /**
  * Keeps usage_hourly equal to a recount of the rows: every change to a row
- * takes its old share out and puts its new share in, in the same transaction.
+ * takes its old share out and puts its new share in. The deltas of one write
+ * are summed per (app, hour, version) and applied by `flush` in the same
+ * transaction, so a batch of a thousand lines in one hour costs one upsert.
  */
 export function createRollups(db: Database.Database) {
   const add = db.prepare(`
@@ -30,27 +32,35 @@ export function createRollups(db: Database.Database) {
   const dropEmpty = db.prepare(
     "DELETE FROM usage_hourly WHERE app_key = ? AND hour = ? AND version_key = ? AND requests = 0 AND lines = 0 AND bytes = 0",
   );
+  const pending = new Map<string, UsageShare>();
 
-  function apply(share: UsageShare, sign: 1 | -1): void {
-    add.run(share.appKey, share.hour, share.versionKey, sign * share.requests, sign * share.bytes, sign * share.lines);
-    if (sign < 0) dropEmpty.run(share.appKey, share.hour, share.versionKey);
+  function accumulate(share: UsageShare, sign: 1 | -1): void {
+    const key = `${share.appKey}/${share.hour}/${share.versionKey}`;
+    const sum = pending.get(key) ?? { ...share, requests: 0, bytes: 0, lines: 0 };
+    sum.requests += sign * share.requests;
+    sum.bytes += sign * share.bytes;
+    sum.lines += sign * share.lines;
+    pending.set(key, sum);
   }
 
   return {
     /** Moves a row's share from `before` (absent for a new row) to `after` (absent for a deleted row). */
     move(before: UsageShare | undefined, after: UsageShare | undefined): void {
-      if (
-        before &&
-        after &&
-        before.appKey === after.appKey &&
-        before.hour === after.hour &&
-        before.versionKey === after.versionKey
-      ) {
-        add.run(after.appKey, after.hour, after.versionKey, after.requests - before.requests, after.bytes - before.bytes, after.lines - before.lines);
-        return;
+      if (before) accumulate(before, -1);
+      if (after) accumulate(after, 1);
+    },
+    /** Applies the pending deltas (inside the write's transaction). */
+    flush(): void {
+      for (const d of pending.values()) {
+        if (d.requests === 0 && d.bytes === 0 && d.lines === 0) continue;
+        add.run(d.appKey, d.hour, d.versionKey, d.requests, d.bytes, d.lines);
+        if (d.requests < 0 || d.bytes < 0 || d.lines < 0) dropEmpty.run(d.appKey, d.hour, d.versionKey);
       }
-      if (before) apply(before, -1);
-      if (after) apply(after, 1);
+      pending.clear();
+    },
+    /** Drops the pending deltas of a write that failed. */
+    discard(): void {
+      pending.clear();
     },
   };
 }

@@ -64,9 +64,22 @@ export interface SqliteStoreOptions {
 
 export function createSqliteStore(db: Database.Database, now: Clock, options: SqliteStoreOptions = {}): Store {
   const listeners = new Set<() => void>();
-  const batcher = createWriteBatcher(db, () => {
-    for (const listener of listeners) listener();
-  });
+  // App and version keys, cached. An id inserted by a write that is then
+  // rolled back must not survive it: the caches are dropped whenever a write
+  // fails or a group does not commit.
+  const appKeys = new Map<string, number>();
+  const versionKeys = new Map<string, number>();
+  const forgetKeys = () => {
+    appKeys.clear();
+    versionKeys.clear();
+  };
+  const batcher = createWriteBatcher(
+    db,
+    () => {
+      for (const listener of listeners) listener();
+    },
+    forgetKeys,
+  );
   const reader = createSqliteReader(db);
   const rollups = createRollups(db);
   const usage = createUsageReader(db);
@@ -146,13 +159,24 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
   };
 
   function appKey(appId: string): number {
-    const found = stmt.appKey.get(appId) as number | undefined;
-    return found ?? Number(stmt.insertApp.run(appId).lastInsertRowid);
+    let key = appKeys.get(appId);
+    if (key === undefined) {
+      key = (stmt.appKey.get(appId) as number | undefined) ?? Number(stmt.insertApp.run(appId).lastInsertRowid);
+      appKeys.set(appId, key);
+    }
+    return key;
   }
 
   function versionKey(app: number, moduleId: string, versionId: string): number {
-    const found = stmt.versionKey.get(app, moduleId, versionId) as number | undefined;
-    return found ?? Number(stmt.insertVersion.run(app, moduleId, versionId).lastInsertRowid);
+    const name = `${app}\u0000${moduleId}\u0000${versionId}`;
+    let key = versionKeys.get(name);
+    if (key === undefined) {
+      key =
+        (stmt.versionKey.get(app, moduleId, versionId) as number | undefined) ??
+        Number(stmt.insertVersion.run(app, moduleId, versionId).lastInsertRowid);
+      versionKeys.set(name, key);
+    }
+    return key;
   }
 
   /** Stores the lines not stored yet; returns how many were new and their bytes. */
@@ -184,9 +208,16 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
   function change<T>(work: () => T): Promise<T> {
     return guard(
       batcher.run(() => {
-        const result = work();
-        stmt.saveSeq.run(seq);
-        return result;
+        try {
+          const result = work();
+          rollups.flush();
+          stmt.saveSeq.run(seq);
+          return result;
+        } catch (err) {
+          rollups.discard();
+          forgetKeys();
+          throw err;
+        }
       }),
     );
   }

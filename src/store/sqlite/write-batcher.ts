@@ -20,9 +20,15 @@ export interface WriteBatcher {
  * Group commit. Writes that arrive in the same turn of the event loop share
  * one transaction, so many callers pay for one fsync. Each write runs in its
  * own savepoint: one that throws is rolled back alone and only its caller
- * gets the error. Callers are answered only after COMMIT returns.
+ * gets the error. Callers are answered only after COMMIT returns; `onCommit`
+ * runs after each commit (Tail wakes its followers there), `onAbort` after a
+ * group that did not commit (caches of what it wrote are dropped there).
  */
-export function createWriteBatcher(db: Database.Database, onCommit: () => void = () => {}): WriteBatcher {
+export function createWriteBatcher(
+  db: Database.Database,
+  onCommit: () => void = () => {},
+  onAbort: () => void = () => {},
+): WriteBatcher {
   let queue: PendingWrite[] = [];
   let scheduled = false;
 
@@ -55,6 +61,7 @@ export function createWriteBatcher(db: Database.Database, onCommit: () => void =
         // COMMIT failed, or SQLite had already rolled the transaction back
         // (then COMMIT finds none): nothing of the group is stored, and the
         // error that caused it is the one to report.
+        onAbort();
         for (const w of group) w.reject(aborted ?? err);
         continue;
       }
