@@ -4,7 +4,7 @@ import { type FlushRequest, UserAppLogGroupSchema } from "../../gen/reqlog/v1/lo
 import { verifyUtf8 } from "../grpc/strict-utf8.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { missingRequiredFields } from "../write/required-fields.js";
-import { checkLines } from "../write/validate-lines.js";
+import { checkLines, fromUserAppLogLines } from "../write/validate-lines.js";
 import { requestContext } from "./call-metadata.js";
 import type { ServiceDeps, UnaryHandler } from "./handler.js";
 
@@ -28,15 +28,7 @@ export function createFlushHandler({ store, limits, auth }: ServiceDeps): UnaryH
     if (missing.length > 0) {
       throw ReqlogError.invalid(`FlushRequest.logs: required fields not set: ${missing.join(", ")}`);
     }
-    const lines = checkLines(
-      group.logLine.map((l) => ({
-        time: l.timestampUsec,
-        level: l.level,
-        message: l.message,
-      })),
-      limits,
-      "log_line",
-    );
+    const lines = checkLines(fromUserAppLogLines(group.logLine), limits, "log_line");
     await store.flush(context, lines);
     return create(EmptySchema);
   };

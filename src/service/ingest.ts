@@ -17,7 +17,7 @@ import type { RequestContext } from "../store/store.js";
 import { checkIdentifier } from "../write/identifiers.js";
 import { derivedFields, prepareRequestLog } from "../write/prepare-request-log.js";
 import { missingRequiredFields } from "../write/required-fields.js";
-import { type AppLine, checkLines } from "../write/validate-lines.js";
+import { type AppLine, checkLines, fromUserAppLogLines } from "../write/validate-lines.js";
 import type { ServiceDeps } from "./handler.js";
 
 type IngestCall = ServerDuplexStream<Decoded<IngestRequest>, IngestAck>;
@@ -53,11 +53,7 @@ export function createIngestHandler({ store, limits, auth }: ServiceDeps, logger
           versionId: entry.versionId,
           requestId: entry.requestId,
         },
-        lines: checkLines(
-          entry.line.map((l) => ({ time: l.timestampUsec, level: l.level, message: l.message })),
-          limits,
-          `${where}.line`,
-        ),
+        lines: checkLines(fromUserAppLogLines(entry.line), limits, `${where}.line`),
       };
     });
     auth.authorize(principal, "write", new Set([...batch.log.map((l) => l.appId), ...batch.lines.map((l) => l.appId)]));

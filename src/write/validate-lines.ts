@@ -1,3 +1,4 @@
+import type { UserAppLogLine } from "../../gen/reqlog/v1/log_service_pb.js";
 import { exceeded, type Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 
@@ -17,6 +18,11 @@ export interface IncomingLine {
   time: bigint;
   level: number | bigint;
   message: string;
+}
+
+/** UserAppLogLines (Flush, Ingest) as incoming lines. */
+export function fromUserAppLogLines(lines: readonly UserAppLogLine[]): IncomingLine[] {
+  return lines.map((l) => ({ time: l.timestampUsec, level: l.level, message: l.message }));
 }
 
 /** Checks one app log line's level, time and size; `where` names it in errors. */
