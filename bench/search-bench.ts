@@ -14,7 +14,12 @@ import { createCliClient } from "../src/cli/client.js";
 import { startServer } from "../src/grpc/server.js";
 import { defaultLimits } from "../src/limits.js";
 import { createLogger } from "../src/logger.js";
+import { createAuthorizer } from "../src/auth/authorizer.js";
+import { createTokenStore } from "../src/auth/token-store.js";
+import { systemClock } from "../src/clock.js";
 import { combinedSql } from "../src/store/sqlite/combined-sql.js";
+import { openDatabase } from "../src/store/sqlite/open-database.js";
+import { createSqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { benchDbPath, benchStart, loadStore } from "./load.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
@@ -37,7 +42,7 @@ function ripgrep(): string | undefined {
 async function main() {
   const path = benchDbPath("search");
   console.log(`loading ${n.toLocaleString()} forge requests …`);
-  const { store, auth } = await loadStore(path, n);
+  const { store } = await loadStore(path, n);
   await store.close();
 
   // Disk: the database after a checkpoint, against the same lines as text.
@@ -53,10 +58,9 @@ async function main() {
   const textBytes = statSync(text).size;
 
   // reqlog's Read with the pattern over every request (budget raised to cover all).
-  const { createSqliteStore } = await import("../src/store/sqlite/sqlite-store.js");
-  const { openDatabase } = await import("../src/store/sqlite/open-database.js");
-  const { systemClock } = await import("../src/clock.js");
-  const served = createSqliteStore(openDatabase({ path }), systemClock);
+  const servedDb = openDatabase({ path });
+  const served = createSqliteStore(servedDb, systemClock);
+  const auth = createAuthorizer(createTokenStore(servedDb, systemClock), { callsPerSecond: 0 });
   const limits = { ...defaultLimits, readScanRows: 1e9, readScanMs: 1e9 };
   const server = await startServer({ store: served, limits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
   const client = createCliClient(LogService, server.address);
