@@ -201,7 +201,12 @@ export function* forgeTraffic(options: TrafficOptions): Generator<RequestLog> {
       requestId: new TextEncoder().encode(`${options.seed.toString(36)}-${i.toString(36)}`),
       ip: `${10 + r.int(200)}.${r.int(256)}.${r.int(256)}.${1 + r.int(254)}`,
       startTime: start,
-      ...(finished ? { endTime: start + latency, latency } : {}),
+      // Every required field set, so strict clients can send the records as they are
+      // (0 and "" ask the server to derive: an in-progress request has no end yet).
+      endTime: finished ? start + latency : 0n,
+      latency: finished ? latency : 0n,
+      urlMapEntry: "",
+      combined: "",
       mcycles: BigInt(r.int(5000)),
       method: route.method,
       resource: path,
