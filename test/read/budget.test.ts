@@ -53,6 +53,15 @@ describe("the scan budget", () => {
     expect(pages).toBe(6);
   });
 
+  it("returns the row past the budget when it matches, and goes on after it", async () => {
+    ts = await startTestServer({ limits: { readScanRows: 10 } });
+    await writeMany(100, (i) => `/match-me/${i}`);
+    const first = await read({ count: 20n, combinedLogRegex: "match-me" });
+    expect(ids(first)).toEqual(Array.from({ length: 11 }, (_, i) => `r${99 - i}`));
+    const second = await read({ count: 20n, combinedLogRegex: "match-me", offset: first.offset! });
+    expect(ids(second)[0]).toBe("r88");
+  });
+
   it("stops a scan whose filters match nothing (a level no request has) at the budget", async () => {
     ts = await startTestServer({ limits: { readScanRows: 100 } });
     await writeMany(1000, (i) => `/r/${i}`);

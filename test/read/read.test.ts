@@ -79,6 +79,7 @@ describe("Read", () => {
     ["replica_index", { replicaIndex: 2 }, ["b"]],
     ["replica_index -1 matches the default", { replicaIndex: -1 }, ["e", "d", "c", "a"]],
     ["request_id in the order given, once each, existing only", { requestId: [rid("c"), rid("zz"), rid("a"), rid("c")] }, ["c", "a"]],
+    ["request_id with a regex", { requestId: [rid("c"), rid("d"), rid("a")], combinedLogRegex: '" 40[13] ' }, ["c", "d"]],
     ["request_id with include_incomplete", { requestId: [rid("f")], includeIncomplete: true }, ["f"]],
     ["request_id of an in-progress request without include_incomplete", { requestId: [rid("f")] }, []],
     ["count", { count: 2n }, ["e", "d"]],

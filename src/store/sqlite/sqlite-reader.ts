@@ -1,7 +1,7 @@
 import { create, isFieldSet } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
 import { type LogLine, LogLineSchema, type RequestLog, RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
-import { formatCombined, withExtras } from "../../format/combined-line.js";
+import { withExtras } from "../../format/combined-line.js";
 import type { Cursor } from "../../query/offset-codec.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import type { ReadResult } from "../store.js";
@@ -205,14 +205,14 @@ export function createSqliteReader(db: Database.Database) {
     );
   }
 
-  /** The RE2 filters, in JS, for single rows (request-id mode, the row a budget stop let through). */
-  function matchesRegexes(row: Row, plan: ReadPlan): boolean {
-    if (plan.hostRegex && !plan.hostRegex.test((row.host as string | null) ?? "")) return false;
-    if (plan.combinedRegex) {
-      const combined = (row.combined as string | null) ?? formatCombined(rowToRequestLog(row));
-      if (!plan.combinedRegex.test(combined)) return false;
-    }
-    return true;
+  /**
+   * Whether one row passes the plan's filters: the same SQL as the scans,
+   * for rows that reach JS unfiltered (request-id mode, the row a spent
+   * budget let through). Needs the plan's patterns armed.
+   */
+  function passesFilters(id: bigint, plan: ReadPlan, versions: number[] | undefined): boolean {
+    const statement = cached(`SELECT 1 FROM requests r WHERE r.id = @id AND ${filterSql(plan, versions).join(" AND ")}`);
+    return statement.get(definedParams({ id, level: plan.minimumLogLevel, replica: plan.replicaIndex })) !== undefined;
   }
 
   function toLog(row: Row, plan: ReadPlan): RequestLog {
@@ -234,16 +234,6 @@ export function createSqliteReader(db: Database.Database) {
     if (ka !== kb) return ka > kb ? -1 : 1;
     return (a.id as bigint) > (b.id as bigint) ? -1 : 1;
   };
-
-  function passesFilters(row: Row, plan: ReadPlan): boolean {
-    return (
-      (plan.includeIncomplete || row.finished === 1n) &&
-      (plan.minimumLogLevel === undefined ||
-        (row.max_level !== null && (row.max_level as bigint) >= BigInt(plan.minimumLogLevel))) &&
-      (plan.replicaIndex === undefined || Number(row.replica_index ?? -1n) === plan.replicaIndex) &&
-      matchesRegexes(row, plan)
-    );
-  }
 
   /** The highest sort time a page may return (inclusive), or undefined. */
   function upperBound(plan: ReadPlan): bigint | undefined {
@@ -297,41 +287,59 @@ export function createSqliteReader(db: Database.Database) {
       throw ReqlogError.invalid("offset expired: it is over 24 hours old; start the read again without it");
     }
     if (app === undefined) return { records: [] };
-    if (plan.requestIds) {
-      const versions = versionKeys(app, plan);
-      const rows = recordRows(app, plan.requestIds).filter(
-        (row) => (!versions || versions.includes(Number(row.version_key))) && passesFilters(row, plan),
-      );
-      return {
-        records: rows.map((row) => ({ log: toLog(row, plan), cursor: cursorOf({ ...row, key_time: row.sort_time }) })),
-      };
-    }
     const versions = versionKeys(app, plan);
-    if (versions && versions.length === 0) return { records: [] };
-
     armBudget(plan);
+    try {
+      if (plan.requestIds) {
+        const rows = recordRows(app, plan.requestIds).filter((row) => passesFilters(row.id as bigint, plan, versions));
+        return {
+          records: rows.map((row) => ({ log: toLog(row, plan), cursor: cursorOf({ ...row, key_time: row.sort_time }) })),
+        };
+      }
+      if (versions && versions.length === 0) return { records: [] };
+      return page(app, plan, versions, snapshot, cursorOf);
+    } finally {
+      disarmBudget();
+    }
+  }
+
+  function page(
+    app: number,
+    plan: ReadPlan,
+    versions: number[] | undefined,
+    snapshot: bigint,
+    cursorOf: (row: Row) => Cursor,
+  ): ReadResult {
     const matched: Row[] = [];
     let last: Row | undefined;
     let next: Cursor | undefined;
+    let unfiltered: Row | undefined;
     for (const row of scan(app, plan, versions, snapshot)) {
       last = row;
-      // The budget let this row through unfiltered: check it here, then stop.
-      const stop = budget.spent && row.changed === undefined;
-      const matches = !stop || passesFilters(row, plan);
-      if (matches && matched.length === plan.count) {
+      if (budget.spent && row.changed === undefined) {
+        // The budget let this row through unfiltered; it is checked once the
+        // scan is closed (a statement cannot run beside an open iterator).
+        unfiltered = row;
+        break;
+      }
+      if (matched.length === plan.count) {
         // One more match exists: the page is full and more remain.
         next = cursorOf(matched[matched.length - 1]!);
         break;
       }
-      if (matches) matched.push(row);
-      if (stop) {
+      matched.push(row);
+    }
+    if (unfiltered) {
+      const matches = passesFilters(unfiltered.id as bigint, plan, versions);
+      if (matches && matched.length === plan.count) {
+        next = cursorOf(matched[matched.length - 1]!);
+      } else {
+        if (matches) matched.push(unfiltered);
         // Continue after this row; the rows before it that were not
         // returned did not match.
-        next = cursorOf(row);
-        break;
+        next = cursorOf(unfiltered);
       }
     }
-    disarmBudget();
     return {
       records: matched.map((row) => ({ log: toLog(row, plan), cursor: cursorOf(row) })),
       next,
