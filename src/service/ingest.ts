@@ -5,18 +5,16 @@ import {
   type IngestAck,
   IngestAckSchema,
   type IngestRequest,
-  IngestRequestSchema,
   RequestLinesSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import type { Principal } from "../auth/authorizer.js";
 import type { Decoded } from "../grpc/service-definition.js";
 import { failure } from "../grpc/status-metadata.js";
 import { exceeded } from "../limits.js";
-import { ReqlogError } from "../reqlog-error.js";
 import type { RequestContext } from "../store/store.js";
 import { checkIdentifier } from "../write/identifiers.js";
-import { derivedFields, prepareRequestLog } from "../write/prepare-request-log.js";
-import { missingRequiredFields } from "../write/required-fields.js";
+import { prepareRequestLog } from "../write/prepare-request-log.js";
+import { missingRequiredFields, requiredFieldsError } from "../write/required-fields.js";
 import { type AppLine, checkLines, fromUserAppLogLines } from "../write/validate-lines.js";
 import type { ServiceDeps } from "./handler.js";
 
@@ -36,11 +34,12 @@ export function createIngestHandler({ store, limits, auth }: ServiceDeps, logger
     if (batch.log.length > limits.maxRecordsPerWrite) {
       throw exceeded(limits, "maxRecordsPerWrite", batch.log.length, "number of records in an Ingest batch");
     }
-    const missing = missingRequiredFields(IngestRequestSchema, batch, derivedFields);
-    if (missing.length > 0) throw ReqlogError.invalid(`required field${missing.length > 1 ? "s" : ""} not set: ${missing.join(", ")}`);
+    // Records are checked by prepareRequestLog, line entries here.
     const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`));
     const flushes = batch.lines.map((entry, i): { request: RequestContext; lines: AppLine[] } => {
       const where = `lines[${i}]`;
+      const missing = missingRequiredFields(RequestLinesSchema, entry, undefined, `${where}.`);
+      if (missing.length > 0) throw requiredFieldsError(missing);
       checkIdentifier(entry.appId, `${where}.app_id`);
       checkIdentifier(entry.moduleId, `${where}.module_id`);
       checkIdentifier(entry.versionId, `${where}.version_id`);

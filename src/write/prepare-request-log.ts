@@ -4,11 +4,11 @@ import { formatCombined } from "../format/combined-line.js";
 import type { Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "./identifiers.js";
-import { missingRequiredFields } from "./required-fields.js";
+import { missingRequiredFields, requiredFieldsError } from "./required-fields.js";
 import { type AppLine, checkLines } from "./validate-lines.js";
 
 /** Required RequestLog fields that Write derives when the writer leaves them unset. */
-export const derivedFields: ReadonlySet<string> = new Set(
+const derivedFields: ReadonlySet<string> = new Set(
   ["ip", "end_time", "latency", "mcycles", "http_version", "status", "response_size", "url_map_entry", "combined"].map(
     (name) => `${RequestLogSchema.typeName}.${name}`,
   ),
@@ -31,10 +31,7 @@ export interface PreparedRecord {
  */
 export function prepareRequestLog(input: RequestLog, limits: Limits, where: string): PreparedRecord {
   const missing = missingRequiredFields(RequestLogSchema, input, derivedFields);
-  if (missing.length > 0) {
-    const list = missing.map((path) => `${where}.${path}`).join(", ");
-    throw ReqlogError.invalid(`required field${missing.length > 1 ? "s" : ""} not set: ${list}`);
-  }
+  if (missing.length > 0) throw requiredFieldsError(missing.map((path) => `${where}.${path}`));
   checkIdentifier(input.appId, `${where}.app_id`);
   checkIdentifier(input.versionId, `${where}.version_id`);
   checkIdentifier(input.moduleId, `${where}.module_id`);

@@ -1,4 +1,5 @@
 import type { DescField, DescMessage, Message } from "@bufbuild/protobuf";
+import { ReqlogError } from "../reqlog-error.js";
 
 const LEGACY_REQUIRED = 3;
 
@@ -62,4 +63,9 @@ export function missingRequiredFields(
     }
   }
   return missing;
+}
+
+/** The one message for required fields a request left unset (paths as missingRequiredFields gives them). */
+export function requiredFieldsError(missing: readonly string[]): ReqlogError {
+  return ReqlogError.invalid(`required field${missing.length > 1 ? "s" : ""} not set: ${missing.join(", ")}`);
 }

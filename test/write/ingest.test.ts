@@ -82,6 +82,12 @@ describe("Ingest", () => {
     bad.line[0]!.level = 9n;
     level.stream.write(create(IngestRequestSchema, { batchId: 1n, lines: [bad] }));
     expect((await level.ended)?.details).toBe("lines[0].line[0].level is 9: levels are 0 (DEBUG) to 4 (CRITICAL)");
+    const unnamed = open();
+    const noId = lines("y", 1);
+    delete (noId as { requestId?: Uint8Array }).requestId;
+    unnamed.stream.write(create(IngestRequestSchema, { batchId: 1n, log: [minimalLog({ requestId: rid("z") })], lines: [noId] }));
+    expect((await unnamed.ended)?.details).toBe("required field not set: lines[0].request_id");
+    expect(ts.store.getRequests("forge", [rid("z")])).toEqual([]);
   });
 
   it("needs a write token once tokens exist", async () => {
