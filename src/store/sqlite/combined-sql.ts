@@ -38,3 +38,41 @@ export function sqlDerivable(log: CombinedFields): boolean {
     (field) => field !== undefined && needsEscape.test(field),
   );
 }
+
+// The fields a derived line is made of, most likely holder of a literal first.
+const lineFields = ["r.resource", "r.user_agent", "r.referrer", "r.ip", "r.nickname", "r.method", "r.http_version", "r.status", "r.response_size"];
+const monthNames = "JanFebMarAprMayJunJulAugSepOctNovDec";
+
+/**
+ * Whether `token` (free of spaces, quotes and brackets) may occur inside the
+ * time of a derived line (`dd/Mon/yyyy:HH:MM:SS`), or inside its fixed parts.
+ */
+function mayBeOutsideFields(token: string): boolean {
+  if ("-".includes(token) || "+0000".includes(token)) return true;
+  if (/[^0-9A-Za-z/:]/.test(token)) return false;
+  const letters = token.match(/[A-Za-z]+/g) ?? [];
+  const digits = token.match(/[0-9]+/g) ?? [];
+  return letters.every((l) => l.length <= 3 && monthNames.includes(l)) && digits.every((d) => d.length <= 4);
+}
+
+const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * A cheap SQL test every row whose combined line contains all of `literals`
+ * passes (undefined when there is none to make): stored lines are searched
+ * whole; a derived line joins its fields with spaces, quotes and brackets,
+ * none of which occur in a derived row's fields' rendering boundaries, so a
+ * piece of a literal without those characters lies inside one field (or the
+ * time, or a fixed part — such pieces are not used). Rows it lets through
+ * still meet RE2; it only spares deriving the line for rows that cannot match.
+ */
+export function combinedPrefilterSql(literals: readonly string[]): string | undefined {
+  const tokens = [...new Set(literals.flatMap((l) => l.split(/[ "[\]]+/)))]
+    .filter((t) => t.length >= 3 && !mayBeOutsideFields(t))
+    .sort((a, b) => b.length - a.length)
+    .slice(0, 3);
+  if (tokens.length === 0) return undefined;
+  const stored = literals.map((l) => `instr(r.combined, ${sqlText(l)})`).join(" AND ");
+  const derived = tokens.map((t) => `(${lineFields.map((f) => `instr(${f}, ${sqlText(t)})`).join(" OR ")})`).join(" AND ");
+  return `CASE WHEN r.combined IS NOT NULL THEN ${stored} ELSE ${derived} END`;
+}

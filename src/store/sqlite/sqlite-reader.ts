@@ -7,7 +7,8 @@ import type { ReadPlan } from "../../query/read-plan.js";
 import type { ReadResult } from "../store.js";
 import type RE2 from "re2";
 import { ReqlogError } from "../../reqlog-error.js";
-import { combinedSql } from "./combined-sql.js";
+import { combinedPrefilterSql, combinedSql } from "./combined-sql.js";
+import { requiredLiterals } from "../../query/regex-literals.js";
 import { rowToRequestLog, toSql } from "./record-columns.js";
 
 type Row = Record<string, unknown>;
@@ -156,7 +157,11 @@ export function createSqliteReader(db: Database.Database) {
     if (plan.minimumLogLevel !== undefined) where.push("r.max_level >= @level");
     if (plan.replicaIndex !== undefined) where.push("coalesce(r.replica_index, -1) = @replica");
     if (plan.hostRegex) where.push("reqlog_host_match(CAST(coalesce(r.host, '') AS BLOB))");
-    if (plan.combinedRegex) where.push(`reqlog_combined_match(CAST(${combinedSql} AS BLOB))`);
+    if (plan.combinedRegex) {
+      const prefilter = combinedPrefilterSql(requiredLiterals(plan.combinedRegex.source));
+      if (prefilter) where.push(prefilter);
+      where.push(`reqlog_combined_match(CAST(${combinedSql} AS BLOB))`);
+    }
     return where.length > 0 ? where : ["1"];
   }
 
