@@ -21,6 +21,7 @@ import {
   type LogUsageResponse,
   type RequestLog,
   RequestLogSchema,
+  type WriteRequest,
   type WriteResponse,
   WriteRequestSchema,
 } from "../gen/reqlog/v1/log_service_pb.js";
@@ -96,20 +97,22 @@ const clickhouseTable = (name: string) => `
     line Nested(time UInt64, level Int32, message String)
   ) ENGINE = MergeTree ORDER BY (app_id, sort_time, request_id)`;
 
-interface WriteTarget {
-  write(batch: RequestLog[]): Promise<void>;
+interface WriteTarget<T> {
+  /** What the client holds before it sends (built ahead, not timed). */
+  prepare(batch: RequestLog[]): T;
+  write(prepared: T): Promise<void>;
 }
 
 /**
  * Sends `total` records in batches of `batchSize`, `concurrency` calls in
  * flight; records are built ahead in chunks, so only sending is timed.
  */
-async function writeAll(target: WriteTarget, total: number, batchSize: number, concurrency: number, seed: number): Promise<number> {
+async function writeAll<T>(target: WriteTarget<T>, total: number, batchSize: number, concurrency: number, seed: number): Promise<number> {
   const chunk = 100_000;
   const records = trafficRecords(total, seed);
   let sendingMs = 0;
   for (let done = 0; done < total; done += chunk) {
-    const batches: RequestLog[][] = [];
+    const batches: T[] = [];
     for (let i = 0; i < Math.min(chunk, total - done); i += batchSize) {
       const batch: RequestLog[] = [];
       for (let k = 0; k < batchSize; k++) {
@@ -117,7 +120,7 @@ async function writeAll(target: WriteTarget, total: number, batchSize: number, c
         if (next.done) break;
         batch.push(next.value);
       }
-      if (batch.length > 0) batches.push(batch);
+      if (batch.length > 0) batches.push(target.prepare(batch));
     }
     const started = performance.now();
     let next = 0;
@@ -132,20 +135,22 @@ async function writeAll(target: WriteTarget, total: number, batchSize: number, c
   return total / (sendingMs / 1000);
 }
 
-function reqlogTarget(client: CliClient): WriteTarget {
+function reqlogTarget(client: CliClient): WriteTarget<WriteRequest> {
   return {
-    async write(batch) {
-      const r = await client.unary<WriteResponse>("write", create(WriteRequestSchema, { log: batch }));
-      if (r.records !== batch.length) throw new Error(`reqlog stored ${r.records} of ${batch.length} records`);
+    prepare: (batch) => create(WriteRequestSchema, { log: batch }),
+    async write(request) {
+      const r = await client.unary<WriteResponse>("write", request);
+      if (r.records !== request.log.length) throw new Error(`reqlog stored ${r.records} of ${request.log.length} records`);
     },
   };
 }
 
-/** ClickHouse inserts the rows as they would reach it from an app server: built from the records at send time. */
-function clickhouseTarget(ch: ClickHouseClient, table: string): WriteTarget {
+/** ClickHouse's rows are built ahead too (combined line, size): its client serializes them as JSONEachRow when it sends. */
+function clickhouseTarget(ch: ClickHouseClient, table: string): WriteTarget<ReturnType<typeof clickhouseRow>[]> {
   return {
-    async write(batch) {
-      await ch.insert({ table, values: batch.map(clickhouseRow), format: "JSONEachRow" });
+    prepare: (batch) => batch.map(clickhouseRow),
+    async write(rows) {
+      await ch.insert({ table, values: rows, format: "JSONEachRow" });
     },
   };
 }

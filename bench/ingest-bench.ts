@@ -1,6 +1,7 @@
 /**
  * App-line ingest over the Ingest stream vs raw better-sqlite3 inserts of the
  * same lines into a table shaped like reqlog's own, on the same machine in one run.
+ * reqlog runs as `reqlog serve` in a child process; the raw inserts run here.
  *   npm run bench:ingest -- [lines]      (default 2,000,000)
  */
 import { once } from "node:events";
@@ -14,16 +15,9 @@ import {
   RequestLinesSchema,
   UserAppLogLineSchema,
 } from "../gen/reqlog/v1/log_service_pb.js";
-import { createAuthorizer } from "../src/auth/authorizer.js";
-import { createTokenStore } from "../src/auth/token-store.js";
-import { systemClock } from "../src/clock.js";
 import { clientDefinition } from "../src/grpc/service-definition.js";
-import { startServer } from "../src/grpc/server.js";
-import { defaultLimits } from "../src/limits.js";
-import { createLogger } from "../src/logger.js";
-import { openDatabase } from "../src/store/sqlite/open-database.js";
-import { createSqliteStore } from "../src/store/sqlite/sqlite-store.js";
 import { createRandom } from "./forge-traffic.js";
+import { startChildServer } from "./harness/child-server.js";
 import { benchDbPath, benchStart } from "./load.js";
 
 const total = Number(process.argv[2] ?? 2_000_000);
@@ -43,10 +37,9 @@ function* lines() {
 }
 
 async function viaIngest(): Promise<number> {
-  const db = openDatabase({ path: benchDbPath("ingest") });
-  const store = createSqliteStore(db, systemClock);
-  const auth = createAuthorizer(createTokenStore(db, systemClock), { callsPerSecond: 0 });
-  const server = await startServer({ store, limits: defaultLimits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
+  // The server runs as `reqlog serve` in a process of its own, as it would in
+  // production: the client's encoding here shares no thread with it.
+  const server = await startChildServer(["--db", benchDbPath("ingest"), "--listen", "127.0.0.1:0", "--sync", "full"]);
   const Ctor = makeGenericClientConstructor(clientDefinition(LogService), LogService.typeName);
   const client = new Ctor(server.address, credentials.createInsecure()) as unknown as Record<string, (md: Metadata) => ClientDuplexStream<unknown, IngestAck>>;
   const started = performance.now();
@@ -79,7 +72,8 @@ async function viaIngest(): Promise<number> {
   await done;
   const seconds = (performance.now() - started) / 1000;
   if (acked !== total) throw new Error(`acknowledged ${acked} lines of ${total}`);
-  await server.shutdown();
+  server.process.kill("SIGTERM");
+  await server.exited;
   return total / seconds;
 }
 

@@ -39,8 +39,10 @@ export function sqlDerivable(log: CombinedFields): boolean {
   );
 }
 
-// The fields a derived line is made of, most likely holder of a literal first.
-const lineFields = ["r.resource", "r.user_agent", "r.referrer", "r.ip", "r.nickname", "r.method", "r.http_version", "r.status", "r.response_size"];
+// The fields a derived line is made of, most likely holder of a literal first;
+// the numbers print as digits (and a sign), so only such a piece can be in them.
+const textFields = ["r.resource", "r.user_agent", "r.referrer", "r.ip", "r.nickname", "r.method", "r.http_version"];
+const numberFields = ["r.status", "r.response_size"];
 const monthNames = "JanFebMarAprMayJunJulAugSepOctNovDec";
 
 /**
@@ -72,7 +74,11 @@ export function combinedPrefilterSql(literals: readonly string[]): string | unde
     .sort((a, b) => b.length - a.length)
     .slice(0, 3);
   if (tokens.length === 0) return undefined;
-  const stored = literals.map((l) => `instr(r.combined, ${sqlText(l)})`).join(" AND ");
-  const derived = tokens.map((t) => `(${lineFields.map((f) => `instr(${f}, ${sqlText(t)})`).join(" OR ")})`).join(" AND ");
-  return `CASE WHEN r.combined IS NOT NULL THEN ${stored} ELSE ${derived} END`;
+  // Plain AND / OR (not CASE), so SQLite stops at the first test that settles a row.
+  const stored = literals.map((l) => `(r.combined IS NULL OR instr(r.combined, ${sqlText(l)}))`);
+  const derived = tokens.map((t) => {
+    const fields = /^[-0-9]+$/.test(t) ? [...textFields, ...numberFields] : textFields;
+    return `(r.combined IS NOT NULL OR ${fields.map((f) => `instr(${f}, ${sqlText(t)})`).join(" OR ")})`;
+  });
+  return [...derived, ...stored].join(" AND ");
 }

@@ -31,6 +31,20 @@ export function toSql(field: DescField, value: unknown): SqlValue {
   }
 }
 
+/**
+ * The record's values for `recordColumns`, in order: NULL for an unset field.
+ * (A proto2 field is set when the message has it as its own property: the
+ * check isFieldSet makes, without its cost, which counts at write rates.)
+ */
+export function recordColumnValues(log: RequestLog): SqlValue[] {
+  const values: SqlValue[] = [];
+  for (const field of recordColumns) {
+    const value = log[field.localName as keyof RequestLog];
+    values.push(value !== undefined && Object.hasOwn(log, field.localName) ? toSql(field, value) : null);
+  }
+  return values;
+}
+
 /** A column's value (read with safeIntegers) as the message field holds it. */
 export function fromSql(field: DescField, value: SqlValue): unknown {
   if (field.fieldKind !== "scalar") throw new Error(`cannot read ${field} from a column`);

@@ -3,7 +3,6 @@ import type Database from "better-sqlite3";
 import {
   type InstanceStatus,
   InstanceStatusSchema,
-  type RequestLog,
   RequestLogSchema,
 } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { Clock } from "../../clock.js";
@@ -12,7 +11,7 @@ import type { AppLine } from "../../write/validate-lines.js";
 import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
 import type { InstanceKey, RequestContext, StatusFilter, Store, WriteResult } from "../store.js";
 import { sqlDerivable } from "./combined-sql.js";
-import { recordColumns, toSql } from "./record-columns.js";
+import { recordColumns, recordColumnValues, toSql } from "./record-columns.js";
 import { createReadPool } from "./read-pool.js";
 import { createRollups, hourOf, type UsageShare } from "./rollups.js";
 import { createSqliteReader } from "./sqlite-reader.js";
@@ -109,6 +108,12 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
         sort_time = excluded.sort_time, updated_at = excluded.updated_at, seq = excluded.seq,
         module_set = excluded.module_set, finished_set = excluded.finished_set,
         combined = excluded.combined, ${columnNames.map((c) => `${c} = excluded.${c}`).join(", ")}`),
+    // A record not stored before: its lines' totals go in with it (its lines are all new).
+    insertRecord: db.prepare(`
+      INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
+        updated_at, seq, created_seq, module_set, finished_set, combined, record_bytes, ${columnNames.join(", ")},
+        max_level, line_count, line_bytes)
+      VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${columnNames.map(() => "?").join(", ")}, ?, ?, ?)`),
     insertStub: db.prepare(`
       INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
         updated_at, seq, created_seq, module_set, finished_set, record_bytes, ip, start_time, end_time,
@@ -195,6 +200,31 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     return { added, bytes };
   }
 
+  /**
+   * Inserts a record not stored before with its lines, their count, bytes and
+   * highest level given with the row (no second write of it to add them).
+   */
+  function insertNewRecord(values: unknown[], lines: readonly AppLine[]): { added: number; bytes: number } {
+    let bytes = 0;
+    let maxLevel = -1;
+    for (const line of lines) {
+      bytes += lineWireBytes(line);
+      if (line.level > maxLevel) maxLevel = line.level;
+    }
+    const id = BigInt(stmt.insertRecord.run(...values, lines.length > 0 ? maxLevel : null, lines.length, bytes).lastInsertRowid);
+    // A record's lines differ by position, so all are new; were one not, the totals are put right.
+    let ignored = 0;
+    let ignoredBytes = 0;
+    for (const line of lines) {
+      if (stmt.insertLine.run(id, line.time, line.pos, line.level, line.message).changes === 0) {
+        ignored++;
+        ignoredBytes += lineWireBytes(line);
+      }
+    }
+    if (ignored > 0) stmt.addLines.run(maxLevel, -ignored, -ignoredBytes, id);
+    return { added: lines.length - ignored, bytes: bytes - ignoredBytes };
+  }
+
   // Every change to a request row takes the next sequence number (kept in
   // meta within the same transaction), so Tail and paged Reads can tell what
   // changed after a point. Numbers used by a rolled-back write are skipped.
@@ -256,14 +286,16 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
       record.storedCombined ?? (sqlDerivable(log) ? null : log.combined),
       recordBytes,
     ];
-    for (const field of recordColumns) {
-      values.push(isFieldSet(log, field) ? toSql(field, log[field.localName as keyof RequestLog]) : null);
+    values.push(...recordColumnValues(log));
+    let added: number;
+    let bytes: number;
+    if (existing) {
+      noteMove(existing, sortTime, changeSeq);
+      stmt.upsertRecord.run(values);
+      ({ added, bytes } = insertLines(existing.id, record.lines));
+    } else {
+      ({ added, bytes } = insertNewRecord(values, record.lines));
     }
-    if (existing) noteMove(existing, sortTime, changeSeq);
-    const inserted = stmt.upsertRecord.run(values);
-    // On conflict SQLite updates in place, and lastInsertRowid is not the row's.
-    const id = existing ? existing.id : BigInt(inserted.lastInsertRowid);
-    const { added, bytes } = insertLines(id, record.lines);
     rollups.move(existing && shareOf(existing), shareOf({
       app_key: BigInt(app),
       version_key: BigInt(versionKeyOf),
