@@ -23,12 +23,16 @@ type IngestCall = ServerDuplexStream<Decoded<IngestRequest>, IngestAck>;
 /**
  * Ingest: batches of records and lines on one long-lived stream. Each batch
  * is validated whole, committed (sharing the group commit with other
- * writers), then acknowledged. The stream is paused while a batch is in
- * flight, so a client that sends faster than batches commit is held back by
- * HTTP/2 flow control instead of being buffered. A batch that is refused ends
- * the stream with its error; it stored nothing, and every batch acknowledged
- * before it is stored.
+ * writers), then acknowledged, in order. At most `window` batches are in
+ * flight: then the stream is paused, so a client that sends faster than
+ * batches commit is held back by HTTP/2 flow control instead of being
+ * buffered. A batch that is refused ends the stream with its error; it stored
+ * nothing, and every batch acknowledged before it is stored (a batch sent
+ * after it may have been stored unacknowledged: sending it again is harmless,
+ * as records and lines are stored idempotently).
  */
+const window = 2;
+
 export function createIngestHandler({ store, limits, auth }: ServiceDeps, logger: Logger) {
   async function commit(batch: IngestRequest, principal: Principal): Promise<IngestAck> {
     if (batch.log.length > limits.maxRecordsPerWrite) {
@@ -69,7 +73,9 @@ export function createIngestHandler({ store, limits, auth }: ServiceDeps, logger
       return;
     }
     let failed = false;
-    let inFlight: Promise<void> = Promise.resolve();
+    let inFlight = 0;
+    // Acknowledgements go out in batch order: each waits for the one before.
+    let acked: Promise<void> = Promise.resolve();
     const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
@@ -77,18 +83,25 @@ export function createIngestHandler({ store, limits, auth }: ServiceDeps, logger
     };
     call.on("data", (decoded: Decoded<IngestRequest>) => {
       if (failed) return;
-      call.pause();
-      inFlight = (decoded.ok ? commit(decoded.message, principal) : Promise.reject(decoded.error)).then(
-        (ack) => {
-          if (failed) return;
-          call.write(ack);
-          call.resume();
-        },
-        fail,
+      // Up to `window` batches are validated and queued for commit while
+      // earlier ones commit (they may share a transaction); then the stream
+      // is paused until one is acknowledged.
+      if (++inFlight >= window) call.pause();
+      const committed = decoded.ok ? commit(decoded.message, principal) : Promise.reject(decoded.error);
+      committed.catch(() => {}); // settled through `acked` below
+      acked = acked.then(() =>
+        committed.then(
+          (ack) => {
+            if (failed) return;
+            call.write(ack);
+            if (inFlight-- === window) call.resume();
+          },
+          fail,
+        ),
       );
     });
     call.on("end", () => {
-      void inFlight.then(() => {
+      void acked.then(() => {
         if (!failed) call.end();
       });
     });

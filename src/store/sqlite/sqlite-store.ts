@@ -117,9 +117,10 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     insertStub: db.prepare(`
       INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
         updated_at, seq, created_seq, module_set, finished_set, record_bytes, ip, start_time, end_time,
-        latency, mcycles, method, resource, http_version, status, response_size, url_map_entry)
+        latency, mcycles, method, resource, http_version, status, response_size, url_map_entry,
+        max_level, line_count, line_bytes)
       VALUES (@app, @version, @request_id, 0, 0, @now, @now, @seq, @seq, @module_set, 0, 0, '', @first,
-        0, 0, 0, '', '', '', 0, 0, '')`),
+        0, 0, 0, '', '', '', 0, 0, '', @max_level, @line_count, @line_bytes)`),
     touch: db.prepare(`
       UPDATE requests SET updated_at = @now, sort_time = @sort_time, seq = @seq,
         start_time = CASE WHEN has_record = 0 THEN min(start_time, @first) ELSE start_time END
@@ -200,18 +201,24 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     return { added, bytes };
   }
 
+  interface LineTotals {
+    max_level: number | null;
+    line_count: number;
+    line_bytes: number;
+  }
+
   /**
-   * Inserts a record not stored before with its lines, their count, bytes and
-   * highest level given with the row (no second write of it to add them).
+   * Inserts a request row not stored before (by `insertRow`, given its lines'
+   * count, bytes and highest level, so the row is written once), then its lines.
    */
-  function insertNewRecord(values: unknown[], lines: readonly AppLine[]): { added: number; bytes: number } {
+  function insertWithLines(insertRow: (totals: LineTotals) => bigint, lines: readonly AppLine[]): { added: number; bytes: number } {
     let bytes = 0;
     let maxLevel = -1;
     for (const line of lines) {
       bytes += lineWireBytes(line);
       if (line.level > maxLevel) maxLevel = line.level;
     }
-    const id = BigInt(stmt.insertRecord.run(...values, lines.length > 0 ? maxLevel : null, lines.length, bytes).lastInsertRowid);
+    const id = insertRow({ max_level: lines.length > 0 ? maxLevel : null, line_count: lines.length, line_bytes: bytes });
     // A record's lines differ by position, so all are new; were one not, the totals are put right.
     let ignored = 0;
     let ignoredBytes = 0;
@@ -294,7 +301,10 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
       stmt.upsertRecord.run(values);
       ({ added, bytes } = insertLines(existing.id, record.lines));
     } else {
-      ({ added, bytes } = insertNewRecord(values, record.lines));
+      ({ added, bytes } = insertWithLines(
+        (t) => BigInt(stmt.insertRecord.run(...values, t.max_level, t.line_count, t.line_bytes).lastInsertRowid),
+        record.lines,
+      ));
     }
     rollups.move(existing && shareOf(existing), shareOf({
       app_key: BigInt(app),
@@ -333,16 +343,23 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
     const existing = stmt.requestByKey.get(app, requestId) as ExistingRow | undefined;
     if (existing) return flushInto(existing, lines, at, first);
     const version = versionKey(app, request.moduleId, request.versionId);
-    const id = stmt.insertStub.run({
-      app,
-      version,
-      request_id: requestId,
-      now: at,
-      seq: nextSeq(),
-      module_set: request.moduleSet ? 1 : 0,
-      first,
-    }).lastInsertRowid;
-    const { added, bytes } = insertLines(BigInt(id), lines);
+    const seqOfStub = nextSeq();
+    const { added, bytes } = insertWithLines(
+      (totals) =>
+        BigInt(
+          stmt.insertStub.run({
+            app,
+            version,
+            request_id: requestId,
+            now: at,
+            seq: seqOfStub,
+            module_set: request.moduleSet ? 1 : 0,
+            first,
+            ...totals,
+          }).lastInsertRowid,
+        ),
+      lines,
+    );
     rollups.move(undefined, shareOf({
       app_key: BigInt(app),
       version_key: BigInt(version),
