@@ -112,10 +112,21 @@ function rawSqlite(): number {
   return rate;
 }
 
+/** Rounds of baseline then Ingest, so both meet the same disk (its fsync times drift on a shared VM). */
+const rounds = 3;
+
 async function main() {
-  const raw = rawSqlite();
-  const ingest = await viaIngest();
-  console.log(`App-line ingest, ${total.toLocaleString()} lines in batches of ${perBatch} (synchronous=FULL both):`);
+  const raws: number[] = [];
+  const ingests: number[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    raws.push(rawSqlite());
+    ingests.push(await viaIngest());
+    console.log(`  round ${round}: raw ${Math.round(raws.at(-1)!).toLocaleString()} lines/s, Ingest ${Math.round(ingests.at(-1)!).toLocaleString()} lines/s, ${(ingests.at(-1)! / raws.at(-1)!).toFixed(2)}x`);
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const raw = median(raws);
+  const ingest = median(ingests);
+  console.log(`App-line ingest, ${total.toLocaleString()} lines in batches of ${perBatch} (synchronous=FULL both), median of ${rounds} rounds:`);
   console.log(`  raw better-sqlite3 inserts (baseline):   ${Math.round(raw).toLocaleString()} lines/s`);
   console.log(`  Ingest stream, end to end over gRPC:     ${Math.round(ingest).toLocaleString()} lines/s   ${(ingest / raw).toFixed(2)}x`);
 }
