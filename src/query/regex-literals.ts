@@ -47,13 +47,14 @@ export function requiredLiterals(pattern: string, minLength = 3): string[] {
   };
   let i = 0;
   while (i < pattern.length) {
-    const c = pattern[i]!;
+    // Whole code points: a quantifier after 😀 applies to all of it, not to its second UTF-16 half.
+    const c = String.fromCodePoint(pattern.codePointAt(i)!);
     // One atom: a literal character (lit) or something else (skipped, breaking the run).
     let lit: string | undefined;
     let next: number;
     if (c === "|") return []; // top-level alternation: nothing is required
     if (c === "\\") {
-      const e = pattern[i + 1];
+      const e = i + 1 < pattern.length ? String.fromCodePoint(pattern.codePointAt(i + 1)!) : undefined;
       if (e === undefined) return [];
       if (/[0-9A-Za-z]/.test(e)) {
         if (e === "Q" || e === "E") return [];
@@ -70,7 +71,7 @@ export function requiredLiterals(pattern: string, minLength = 3): string[] {
         }
       } else {
         lit = e;
-        next = i + 2;
+        next = i + 1 + e.length;
       }
     } else if (c === "[") {
       next = skipClass(pattern, i);
@@ -84,7 +85,7 @@ export function requiredLiterals(pattern: string, minLength = 3): string[] {
       return []; // not where an atom starts: leave the pattern to RE2
     } else {
       lit = c;
-      next = i + 1;
+      next = i + c.length;
     }
     // The atom's repetition, if any.
     const q = pattern[next];

@@ -44,7 +44,7 @@ function patternAndMatch(r: Random, depth = 0): { pattern: string; match: string
       case 4:
       case 5:
         return (() => {
-          const c = r.pick(["a", "b", "c", "G", "E", "T", "0", "5", "/", ":", "é", "_", "'"]);
+          const c = r.pick(["a", "b", "c", "G", "E", "T", "0", "5", "/", ":", "é", "_", "'", "😀", "𝄞"]);
           return { pattern: c, match: c };
         })();
       default: {
@@ -98,6 +98,10 @@ describe("required literals of a pattern", () => {
     // Nothing certain: alternation at the top, flags.
     expect(requiredLiterals("abcdef|ghijkl")).toEqual([]);
     expect(requiredLiterals("(?i)stars are disabled")).toEqual([]);
+    // A quantifier after a character outside the BMP applies to the whole character.
+    expect(requiredLiterals("ab😀?")).toEqual([]);
+    expect(requiredLiterals("abc😀*de")).toEqual(["abc"]);
+    expect(requiredLiterals("x😀yz")).toEqual(["x😀yz"]);
   });
 
   it("make no prefilter from pieces that may lie in the time or the fixed parts", () => {
@@ -118,9 +122,9 @@ afterAll(async () => {
 
 // Field text from a few pieces, so patterns made of the same pieces match now and then;
 // quotes, backslashes and tabs make some lines stored rather than derived.
-const piece = fc.constantFrom("go.mod", "/raw/", "ci-bot", "Mozilla/5.0", " ", "[x]", '"q"', "a\\b", "\t", "é", "500", "Nov", "-");
+const piece = fc.constantFrom("go.mod", "/raw/", "ci-bot", "Mozilla/5.0", " ", "[x]", '"q"', "a\\b", "\t", "é", "500", "Nov", "-", "😀");
 const text = fc.array(piece, { maxLength: 4 }).map((ps) => ps.join(""));
-const patternPiece = fc.constantFrom("go\\.mod", "/raw/", "ci-bot", "Mozilla/5\\.0", " ", "\\[x\\]", '"q"', "a\\\\b", "é", "500", "Nov", "-", ".*", "\\d+", "[a-z]+", "(go|ci)", '" 500 ', "GET ");
+const patternPiece = fc.constantFrom("go\\.mod", "/raw/", "ci-bot", "Mozilla/5\\.0", " ", "\\[x\\]", '"q"', "a\\\\b", "é", "500", "Nov", "-", ".*", "\\d+", "[a-z]+", "(go|ci)", '" 500 ', "GET ", "😀?", "😀+");
 let app = 0;
 
 describe("a Read with a regex, prefiltered", () => {
