@@ -28,18 +28,13 @@ import { type CliClient, createCliClient } from "../src/cli/client.js";
 import { formatCombined } from "../src/format/combined-line.js";
 import { type ClickHouse, startClickHouse } from "./harness/clickhouse.js";
 import { type ChildServer, startChildServer } from "./harness/child-server.js";
-import { benchDbPath, benchStart, trafficRecords } from "./load.js";
+import { benchDbPath, benchStart, trafficRecords, median } from "./load.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
 const day = 86_400_000_000n;
 const apps = ["forge", "forge-staging", "pages"];
 /** Few matches in a million: both sides visit every row. */
 const selectivePattern = '"GET /api/v1/repos/ci-bot/proto/raw/go\\.mod HTTP/2\\.0" 500 0 "https://dl\\.forge\\.example/';
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 async function timedRuns(runs: number, f: () => Promise<unknown>): Promise<number> {
   await f(); // warm

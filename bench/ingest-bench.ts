@@ -19,7 +19,7 @@ import {
 import { clientDefinition } from "../src/grpc/service-definition.js";
 import { createRandom } from "./forge-traffic.js";
 import { startChildServer } from "./harness/child-server.js";
-import { benchDbPath, benchStart } from "./load.js";
+import { benchDbPath, benchStart, median } from "./load.js";
 
 const total = Number(process.argv[2] ?? 2_000_000);
 const perBatch = 1000;
@@ -123,7 +123,6 @@ async function main() {
     ingests.push(await viaIngest());
     console.log(`  round ${round}: raw ${Math.round(raws.at(-1)!).toLocaleString()} lines/s, Ingest ${Math.round(ingests.at(-1)!).toLocaleString()} lines/s, ${(ingests.at(-1)! / raws.at(-1)!).toFixed(2)}x`);
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const raw = median(raws);
   const ingest = median(ingests);
   console.log(`App-line ingest, ${total.toLocaleString()} lines in batches of ${perBatch} (synchronous=FULL both), median of ${rounds} rounds:`);

@@ -14,6 +14,12 @@ import { forgeTraffic } from "./forge-traffic.js";
 
 export const benchStart = 1_795_000_000_000_000n;
 
+/** The middle value (the upper middle of an even count). */
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
 /** A fresh database file in a temporary folder. */
 export function benchDbPath(name: string): string {
   return join(mkdtempSync(join(tmpdir(), `reqlog-bench-${name}-`)), "bench.db");

@@ -9,15 +9,10 @@ import { createCliClient } from "../src/cli/client.js";
 import { startServer } from "../src/grpc/server.js";
 import { defaultLimits } from "../src/limits.js";
 import { createLogger } from "../src/logger.js";
-import { benchDbPath, benchStart, loadStore } from "./load.js";
+import { benchDbPath, benchStart, loadStore, median } from "./load.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
 const day = 86_400_000_000n;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 async function main() {
   const path = benchDbPath("read");

@@ -9,15 +9,10 @@ import { createCliClient } from "../src/cli/client.js";
 import { startServer } from "../src/grpc/server.js";
 import { defaultLimits } from "../src/limits.js";
 import { createLogger } from "../src/logger.js";
-import { benchDbPath, benchStart, loadStore } from "./load.js";
+import { benchDbPath, benchStart, loadStore, median } from "./load.js";
 
 const sizes = [Number(process.argv[2] ?? 10_000), Number(process.argv[3] ?? 10_000_000)];
 const spanUsec = 7 * 86_400_000_000; // a week of traffic, however many requests
-
-function median(xs: number[]) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 async function measure(n: number) {
   const started = performance.now();

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import RE2 from "re2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LogReadRequestSchema, type LogReadResponse, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { createRandom } from "../../bench/forge-traffic.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { requiredLiterals } from "../../src/query/regex-literals.js";
 import { combinedPrefilterSql } from "../../src/store/sqlite/combined-sql.js";
@@ -10,18 +11,7 @@ import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { unaryCall } from "../helpers/test-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
-/** A small seeded PRNG (mulberry32), so a failing seed replays. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { int: (n: number) => Math.floor(next() * n), pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]! };
-}
-type Random = ReturnType<typeof random>;
+type Random = ReturnType<typeof createRandom>;
 
 /** A random RE2 pattern and a string it matches, built together. */
 function patternAndMatch(r: Random, depth = 0): { pattern: string; match: string } {
@@ -77,7 +67,7 @@ describe("required literals of a pattern", () => {
   it("occur in every string the pattern matches", () => {
     fc.assert(
       fc.property(fc.integer(), fc.string({ maxLength: 5 }), fc.string({ maxLength: 5 }), (seed, before, after) => {
-        const { pattern, match } = patternAndMatch(random(seed));
+        const { pattern, match } = patternAndMatch(createRandom(seed));
         const re = new RE2(pattern, "u");
         const line = before + match + after;
         expect(re.test(line)).toBe(true);

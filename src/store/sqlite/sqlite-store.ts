@@ -84,6 +84,12 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
   const usage = createUsageReader(db);
   const pool = options.readWorkers && !db.memory ? createReadPool(db.name, options.readWorkers) : undefined;
   const columnNames = recordColumns.map((f) => f.name);
+  // A record's row, with `extra` columns after the field columns. Positional
+  // parameters: binding ~45 named ones costs more than the insert.
+  const recordInsert = (extra: string[]) => `
+      INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
+        updated_at, seq, created_seq, module_set, finished_set, combined, record_bytes, ${[...columnNames, ...extra].join(", ")})
+      VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${[...columnNames, ...extra].map(() => "?").join(", ")})`;
 
   const stmt = {
     appKey: db.prepare("SELECT id FROM apps WHERE app_id = ?").pluck(),
@@ -97,11 +103,9 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
         SELECT id, app_key, version_key, has_record, finished, sort_time, record_bytes, line_count, line_bytes
         FROM requests WHERE app_key = ? AND request_id = ?`)
       .safeIntegers(true),
-    // Positional parameters: binding ~45 named ones costs more than the insert.
+    // A record whose row exists (a placeholder, or an earlier write of it).
     upsertRecord: db.prepare(`
-      INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, seq, created_seq, module_set, finished_set, combined, record_bytes, ${columnNames.join(", ")})
-      VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${columnNames.map(() => "?").join(", ")})
+      ${recordInsert([])}
       ON CONFLICT (app_key, request_id) DO UPDATE SET
         version_key = excluded.version_key, has_record = 1, finished = excluded.finished,
         record_bytes = excluded.record_bytes,
@@ -109,11 +113,7 @@ export function createSqliteStore(db: Database.Database, now: Clock, options: Sq
         module_set = excluded.module_set, finished_set = excluded.finished_set,
         combined = excluded.combined, ${columnNames.map((c) => `${c} = excluded.${c}`).join(", ")}`),
     // A record not stored before: its lines' totals go in with it (its lines are all new).
-    insertRecord: db.prepare(`
-      INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, seq, created_seq, module_set, finished_set, combined, record_bytes, ${columnNames.join(", ")},
-        max_level, line_count, line_bytes)
-      VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${columnNames.map(() => "?").join(", ")}, ?, ?, ?)`),
+    insertRecord: db.prepare(recordInsert(["max_level", "line_count", "line_bytes"])),
     insertStub: db.prepare(`
       INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
         updated_at, seq, created_seq, module_set, finished_set, record_bytes, ip, start_time, end_time,
