@@ -53,6 +53,11 @@ export const limitSpecs = {
     code: "INVALID_ARGUMENT",
     description: "milliseconds one Read may scan before it returns what it found, with an offset to continue",
   },
+  maxUsageRecords: {
+    default: 100_000,
+    code: "RESOURCE_EXHAUSTED",
+    description: "records one Usage call may return (time buckets × versions)",
+  },
   maxTails: {
     default: 64,
     code: "RESOURCE_EXHAUSTED",
@@ -84,8 +89,14 @@ export function limitEnv(name: LimitName): string {
   return `REQLOG_${limitFlag(name).replace(/-/g, "_").toUpperCase()}`;
 }
 
-/** The one message template of every limit. */
-export function exceeded(limits: Limits, name: LimitName, actual: number, what: string): ReqlogError {
-  const message = `${what} is ${actual}, over the limit ${limitFlag(name)}=${limits[name]}`;
+/** The one message template of every limit (`actual` may be a bound, e.g. "more than 100000"). */
+export function exceeded<N extends LimitName>(
+  limits: Pick<Limits, N>,
+  name: N,
+  actual: number | string,
+  what: string,
+  hint?: string,
+): ReqlogError {
+  const message = `${what} is ${actual}, over the limit ${limitFlag(name)}=${limits[name]}${hint ? `: ${hint}` : ""}`;
   return limitSpecs[name].code === "RESOURCE_EXHAUSTED" ? ReqlogError.exhausted(message) : ReqlogError.invalid(message);
 }

@@ -166,23 +166,23 @@ token
   .option("--scope <scope>", "read:logs, write:logs or admin (repeatable)", collect, [])
   .option("--app <id>", "limit the token to this app (repeatable; default every app)", collect, [])
   .option("--name <text>", "a name to recognise it by in `token list`")
-  .action((opts: { db: string; scope: string[]; app: string[]; name?: string }) => {
-    process.stdout.write(`${createTokenCommand(opts)}\n`);
+  .action(async (opts: { db: string; scope: string[]; app: string[]; name?: string }) => {
+    process.stdout.write(`${await createTokenCommand(opts)}\n`);
   });
 token
   .command("list")
   .description("list tokens (never the tokens themselves)")
   .addOption(dbOption())
-  .action((opts: { db: string }) => {
-    process.stdout.write(`${listTokensCommand(opts)}\n`);
+  .action(async (opts: { db: string }) => {
+    process.stdout.write(`${await listTokensCommand(opts)}\n`);
   });
 token
   .command("revoke")
   .description("revoke a token by its id")
   .addOption(dbOption())
   .argument("<id>", "the token's id, from `token list`", arg(parsePositiveInt, "id"))
-  .action((id: number, opts: { db: string }) => {
-    process.stdout.write(`${revokeTokenCommand(opts, id)}\n`);
+  .action(async (id: number, opts: { db: string }) => {
+    process.stdout.write(`${await revokeTokenCommand(opts, id)}\n`);
   });
 
 program

@@ -1,6 +1,6 @@
-import type { Metadata } from "@grpc/grpc-js";
 import { ReqlogError } from "../reqlog-error.js";
-import type { TokenInfo, TokenStore } from "./token-store.js";
+import type { CallMetadata } from "../service/call-context.js";
+import type { TokenInfo, TokenStore } from "../store/store.js";
 
 /** Who is calling: a token, or anyone while no token is configured (loopback only). */
 export type Principal = { kind: "token"; token: TokenInfo } | { kind: "open" };
@@ -9,7 +9,7 @@ export type Access = "read" | "write";
 
 export interface Authorizer {
   /** Checks the bearer token of a call (and its rate); UNAUTHENTICATED or RESOURCE_EXHAUSTED when it fails. */
-  authenticate(metadata: Metadata): Principal;
+  authenticate(metadata: CallMetadata): Promise<Principal>;
   /** PERMISSION_DENIED unless the principal may `access` every one of `apps`. */
   authorize(principal: Principal, access: Access, apps: Iterable<string>): void;
   /** The app a call names implicitly: a token limited to exactly one app. */
@@ -27,7 +27,7 @@ export interface AuthorizerOptions {
  * Once any token exists every call must present a valid one; with none, the
  * server is open (and then it listens on loopback only, see `serve`).
  */
-export function createAuthorizer(tokens: TokenStore, options: AuthorizerOptions): Authorizer {
+export function createAuthorizer(tokens: Pick<TokenStore, "find" | "anyActive">, options: AuthorizerOptions): Authorizer {
   const now = options.now ?? (() => performance.now());
   // A token bucket per token: up to one second of calls in a burst.
   const buckets = new Map<number, { level: number; at: number }>();
@@ -51,17 +51,17 @@ export function createAuthorizer(tokens: TokenStore, options: AuthorizerOptions)
   }
 
   return {
-    authenticate(metadata) {
+    async authenticate(metadata) {
       const values = metadata.get("authorization");
       if (values.length === 0) {
-        if (!tokens.anyActive()) return { kind: "open" };
+        if (!(await tokens.anyActive())) return { kind: "open" };
         throw ReqlogError.unauthenticated("missing access token: send call metadata authorization: Bearer <token>");
       }
       const match = /^Bearer\s+(\S+)\s*$/i.exec(String(values[0]));
       if (values.length > 1 || !match) {
         throw ReqlogError.unauthenticated("authorization metadata must be one 'Bearer <token>'");
       }
-      const token = tokens.find(match[1]!);
+      const token = await tokens.find(match[1]!);
       if (!token) throw ReqlogError.unauthenticated("invalid or revoked access token");
       charge(token);
       return { kind: "token", token };

@@ -3,19 +3,17 @@ import {
   LogModuleVersionSchema,
   LogOffsetSchema,
   LogReadRequestSchema,
-  type LogReadResponse,
-  LogService,
   type RequestLog,
   RequestLogSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { parseDuration } from "../config.js";
 import { maxCount } from "../query/read-plan.js";
 import { levelNames } from "../write/validate-lines.js";
-import { callFailure, type Connection, createCliClient } from "./client.js";
+import { callFailure, type ClientOptions, createLogServiceClient } from "../client/log-service-client.js";
 
 export type OutputFormat = "combined" | "json" | "table";
 
-export interface ReadOptions extends Connection {
+export interface ReadOptions extends ClientOptions {
   app: string;
   module?: string;
   version: string[];
@@ -103,7 +101,7 @@ function readRequest(options: ReadOptions, nowMs: number) {
  * new matching requests as they are committed, until interrupted.
  */
 export async function readCommand(options: ReadOptions, print: (text: string) => void = (t) => process.stdout.write(`${t}\n`)): Promise<void> {
-  const client = createCliClient(LogService, options);
+  const client = createLogServiceClient(options);
   try {
     const base = readRequest(options, Date.now());
     const found: RequestLog[] = [];
@@ -112,7 +110,7 @@ export async function readCommand(options: ReadOptions, print: (text: string) =>
       const request = clone(LogReadRequestSchema, base);
       if (options.requestId.length === 0) request.count = BigInt(Math.min(maxCount, options.limit - found.length));
       if (offset) request.offset = create(LogOffsetSchema, { requestId: offset });
-      const page = await client.unary<LogReadResponse>("read", request);
+      const page = await client.read(request);
       found.push(...page.log);
       offset = page.offset?.requestId;
     } while (offset && found.length < options.limit);
@@ -121,18 +119,18 @@ export async function readCommand(options: ReadOptions, print: (text: string) =>
     if (options.follow) {
       const tail = clone(LogReadRequestSchema, base);
       tail.requestId = [];
-      const stream = client.stream<LogReadResponse>("tail", tail);
-      await new Promise<void>((resolve, reject) => {
-        stream.on("data", (page: LogReadResponse) => {
+      const interrupted = new AbortController();
+      const stop = () => interrupted.abort();
+      process.once("SIGINT", stop);
+      try {
+        for await (const page of client.tail(tail, { signal: interrupted.signal })) {
           for (const log of page.log) print(formatRequest(log, options.output));
-        });
-        stream.on("end", resolve);
-        stream.on("error", reject);
-        process.once("SIGINT", () => {
-          stream.cancel();
-          resolve();
-        });
-      });
+        }
+      } catch (err) {
+        if (!interrupted.signal.aborted) throw err;
+      } finally {
+        process.off("SIGINT", stop);
+      }
     }
   } catch (err) {
     throw new Error(callFailure(err));

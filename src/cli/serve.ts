@@ -1,23 +1,25 @@
-import { createAuthorizer } from "../auth/authorizer.js";
-import { createTokenStore } from "../auth/token-store.js";
 import { systemClock } from "../clock.js";
 import { isLoopback, type ServeConfig } from "../config.js";
-import { startServer } from "../grpc/server.js";
 import { serverCredentials } from "../grpc/tls.js";
 import { createLogger } from "../logger.js";
+import { startReqlogServer } from "../reqlog-server.js";
 import { startHousekeeping } from "../store/housekeeping.js";
-import { openDatabase } from "../store/sqlite/open-database.js";
-import { createSqliteStore } from "../store/sqlite/sqlite-store.js";
+import { openSqliteBackend } from "../store/sqlite/sqlite-backend.js";
 
-/** `reqlog serve`: open the database, serve until SIGTERM/SIGINT, then shut down gracefully. */
+/** `reqlog serve`: open the backend, serve until SIGTERM/SIGINT, then shut down gracefully. */
 export async function serve(config: ServeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
   const credentials = serverCredentials(config.tls);
-  const db = openDatabase({ path: config.db, sync: config.sync });
-  const tokens = createTokenStore(db, systemClock);
-  if (!isLoopback(config.listen) && !tokens.anyActive()) {
+  const backend = openSqliteBackend({
+    path: config.db,
+    sync: config.sync,
+    readWorkers: config.readWorkers,
+    now: systemClock,
+  });
+  const tokensConfigured = await backend.tokens.anyActive();
+  if (!isLoopback(config.listen) && !tokensConfigured) {
     if (!config.allowRemoteWithoutAuth) {
-      db.close();
+      await backend.close();
       throw new Error(
         `refusing to listen on ${config.listen}: a non-loopback address needs access tokens ` +
           `(create one with: reqlog token create --db ${config.db} --scope write:logs); ` +
@@ -29,17 +31,18 @@ export async function serve(config: ServeConfig): Promise<void> {
       "SERVING WITHOUT AUTHENTICATION on a non-loopback address: anyone who can connect can read and write all logs",
     );
   }
-  const store = createSqliteStore(db, systemClock, { readWorkers: config.readWorkers });
-  const auth = createAuthorizer(tokens, { callsPerSecond: config.limits.rateLimit });
-  const server = await startServer(
-    { store, limits: config.limits, auth },
-    { listen: config.listen, shutdownTimeoutMs: config.shutdownTimeoutMs, logger, credentials },
-  ).catch(async (err: unknown) => {
-    await store.close();
+  const server = await startReqlogServer(backend, {
+    listen: config.listen,
+    limits: config.limits,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+    logger,
+    credentials,
+  }).catch(async (err: unknown) => {
+    await backend.close();
     throw err;
   });
 
-  const housekeeping = startHousekeeping(store, {
+  const housekeeping = startHousekeeping(backend.maintenance, {
     retentionMs: config.retentionMs,
     intervalMs: 60_000,
     now: systemClock,
@@ -51,16 +54,17 @@ export async function serve(config: ServeConfig): Promise<void> {
     housekeeping
       .stop()
       .then(() => server.shutdown())
+      .then(() => backend.close())
       .then(
-      () => {
-        logger.info("stopped");
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, "shutdown failed");
-        process.exit(1);
-      },
-    );
+        () => {
+          logger.info("stopped");
+          process.exit(0);
+        },
+        (err: unknown) => {
+          logger.error({ err }, "shutdown failed");
+          process.exit(1);
+        },
+      );
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
@@ -68,12 +72,12 @@ export async function serve(config: ServeConfig): Promise<void> {
   // may send SIGTERM at once.
   logger.info(
     {
-      address: server.address,
+      address: server.grpc.address,
       db: config.db,
       sync: config.sync,
       retentionMs: config.retentionMs,
       tls: config.tls.cert !== undefined,
-      tokens: tokens.anyActive(),
+      tokens: tokensConfigured,
     },
     "reqlog serving",
   );

@@ -1,14 +1,13 @@
-import { createTokenStore, type Scope, scopes, type TokenInfo } from "../auth/token-store.js";
-import { systemClock } from "../clock.js";
-import { openDatabase } from "../store/sqlite/open-database.js";
+import { openSqliteBackend } from "../store/sqlite/sqlite-backend.js";
+import { type Scope, scopes, type TokenInfo, type TokenStore } from "../store/store.js";
 import { checkIdentifier } from "../write/identifiers.js";
 
-function withTokens<T>(dbPath: string, work: (tokens: ReturnType<typeof createTokenStore>) => T): T {
-  const db = openDatabase({ path: dbPath });
+async function withTokens<T>(dbPath: string, work: (tokens: TokenStore) => Promise<T>): Promise<T> {
+  const backend = openSqliteBackend({ path: dbPath, readWorkers: 0 });
   try {
-    return work(createTokenStore(db, systemClock));
+    return await work(backend.tokens);
   } finally {
-    db.close();
+    await backend.close();
   }
 }
 
@@ -22,12 +21,12 @@ export function parseScopes(given: string[]): Scope[] {
 }
 
 /** `reqlog token create`: the new token alone on stdout (it is shown only this once). */
-export function createTokenCommand(options: { db: string; scope: string[]; app: string[]; name?: string }): string {
+export function createTokenCommand(options: { db: string; scope: string[]; app: string[]; name?: string }): Promise<string> {
   const chosen = parseScopes(options.scope);
   for (const app of options.app) checkIdentifier(app, "--app");
-  return withTokens(options.db, (tokens) => {
+  return withTokens(options.db, async (tokens) => {
     const name = options.name ?? `${chosen.join("+")}${options.app.length ? ` for ${options.app.join(",")}` : ""}`;
-    return tokens.create({ name, scopes: chosen, apps: options.app }).token;
+    return (await tokens.create({ name, scopes: chosen, apps: options.app })).token;
   });
 }
 
@@ -44,18 +43,18 @@ function describe(t: TokenInfo): string {
 }
 
 /** `reqlog token list`: every token's id, state, scopes, apps, creation time and name (never the token). */
-export function listTokensCommand(options: { db: string }): string {
-  return withTokens(options.db, (tokens) => {
-    const all = tokens.list();
+export function listTokensCommand(options: { db: string }): Promise<string> {
+  return withTokens(options.db, async (tokens) => {
+    const all = await tokens.list();
     if (all.length === 0) return "no tokens: the server is open to anyone who can reach it (loopback only)";
     return ["  id  state    scopes                apps                  created               name", ...all.map(describe)].join("\n");
   });
 }
 
 /** `reqlog token revoke ID`. */
-export function revokeTokenCommand(options: { db: string }, id: number): string {
-  return withTokens(options.db, (tokens) => {
-    if (!tokens.revoke(id)) throw new Error(`no active token with id ${id}`);
+export function revokeTokenCommand(options: { db: string }, id: number): Promise<string> {
+  return withTokens(options.db, async (tokens) => {
+    if (!(await tokens.revoke(id))) throw new Error(`no active token with id ${id}`);
     return `revoked token ${id}`;
   });
 }

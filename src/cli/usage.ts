@@ -2,15 +2,14 @@ import { create, toJsonString } from "@bufbuild/protobuf";
 import sparkly from "sparkly";
 import {
   type LogUsageRecord,
-  LogUsageRequestSchema,
   type LogUsageResponse,
+  LogUsageRequestSchema,
   LogUsageResponseSchema,
-  LogService,
 } from "../../gen/reqlog/v1/log_service_pb.js";
-import { callFailure, type Connection, createCliClient } from "./client.js";
+import { callFailure, type ClientOptions, createLogServiceClient } from "../client/log-service-client.js";
 import { parseTime } from "./read.js";
 
-export interface UsageOptions extends Connection {
+export interface UsageOptions extends ClientOptions {
   app: string;
   version: string[];
   since?: string;
@@ -62,7 +61,7 @@ export async function usageCommand(
   options: UsageOptions,
   print: (text: string) => void = (t) => process.stdout.write(`${t}\n`),
 ): Promise<void> {
-  const client = createCliClient(LogService, options);
+  const client = createLogServiceClient(options);
   try {
     const now = Date.now();
     const request = create(LogUsageRequestSchema, {
@@ -74,7 +73,7 @@ export async function usageCommand(
       combineVersions: options.combine,
       versionsOnly: options.versionsOnly,
     });
-    const response = await client.unary<LogUsageResponse>("usage", request);
+    const response = await client.usage(request);
     print(options.output === "json" ? toJsonString(LogUsageResponseSchema, response) : formatUsage(response, options.versionsOnly));
   } catch (err) {
     throw new Error(callFailure(err));

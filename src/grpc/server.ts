@@ -1,20 +1,11 @@
 import { type Server as GrpcServer, Server, ServerCredentials } from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import type { Logger } from "pino";
-import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
-import { createFlushHandler } from "../service/flush.js";
-import type { ServiceDeps } from "../service/handler.js";
-import { createReadHandler } from "../service/read.js";
-import { createListStatusHandler } from "../service/list-status.js";
-import { createIngestHandler } from "../service/ingest.js";
-import { createTailService } from "../service/tail.js";
-import { createUsageHandler } from "../service/usage.js";
-import { createSetStatusHandler } from "../service/set-status.js";
-import { createWriteHandler } from "../service/write.js";
+import type { LogServiceCore } from "../service/log-service.js";
+import { LogService } from "../service/log-service.js";
+import { grpcImplementation } from "./adapters.js";
 import { addReflection } from "./reflection.js";
 import { serverDefinition } from "./service-definition.js";
-import { serverStream } from "./server-stream.js";
-import { unary } from "./unary.js";
 
 export interface ServerOptions {
   /** HOST:PORT; port 0 picks a free port. */
@@ -32,36 +23,26 @@ export interface RunningServer {
   port: number;
   /**
    * Health goes NOT_SERVING, new calls are refused, in-flight calls finish
-   * (cut off after shutdownTimeoutMs), then the store is closed.
+   * (cut off after shutdownTimeoutMs). The store is the caller's to close.
    */
   shutdown(): Promise<void>;
-  /** Live figures of the server (open tails and what they have queued). */
-  stats(): { openTails: number; tailMaxUnsent: number };
+  /** Live figures of the server. */
+  stats(): { openTails: number };
 }
 
 /** The health service names whose status the server reports. */
 const healthNames = ["", LogService.typeName];
 
 /** Builds the gRPC server, binds it and starts serving. */
-export async function startServer(deps: ServiceDeps, options: ServerOptions): Promise<RunningServer> {
+export async function startServer(core: LogServiceCore, options: ServerOptions): Promise<RunningServer> {
   const { logger } = options;
   const server = new Server({
     // Messages up to twice the limit reach the service's own check, which
     // answers with a message naming the limit; beyond that grpc-js refuses
     // them before buffering them.
-    "grpc.max_receive_message_length": deps.limits.maxMessageBytes * 2,
+    "grpc.max_receive_message_length": core.limits.maxMessageBytes * 2,
   });
-  const tails = createTailService(deps);
-  server.addService(serverDefinition(LogService, deps.limits.maxMessageBytes), {
-    flush: unary("Flush", createFlushHandler(deps), logger),
-    setStatus: unary("SetStatus", createSetStatusHandler(deps), logger),
-    read: unary("Read", createReadHandler(deps), logger),
-    usage: unary("Usage", createUsageHandler(deps), logger),
-    write: unary("Write", createWriteHandler(deps), logger),
-    listStatus: unary("ListStatus", createListStatusHandler(deps), logger),
-    tail: serverStream("Tail", tails.follow, logger),
-    ingest: createIngestHandler(deps, logger),
-  });
+  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger));
   const health = new HealthImplementation(Object.fromEntries(healthNames.map((n) => [n, "SERVING"])));
   health.addToServer(server as unknown as Parameters<typeof health.addToServer>[0]);
   addReflection(server);
@@ -78,16 +59,12 @@ export async function startServer(deps: ServiceDeps, options: ServerOptions): Pr
   return {
     address,
     port,
-    stats() {
-      const t = tails.stats();
-      return { openTails: t.open, tailMaxUnsent: t.maxUnsent };
-    },
+    stats: () => ({ openTails: core.tails.open() }),
     shutdown() {
       stopping ??= (async () => {
         for (const name of healthNames) health.setStatus(name, "NOT_SERVING");
-        tails.endAll();
+        core.tails.endAll();
         await drain(server, options.shutdownTimeoutMs, logger);
-        await deps.store.close();
       })();
       return stopping;
     },

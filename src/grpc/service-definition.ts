@@ -2,7 +2,7 @@ import type { DescMessage, DescMethod, DescService, MessageShape } from "@bufbui
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
 import { ReqlogError } from "../reqlog-error.js";
-import { verifyUtf8 } from "./strict-utf8.js";
+import { verifyUtf8 } from "../write/strict-utf8.js";
 
 /**
  * What the server's deserializer hands a handler: the decoded message, or the

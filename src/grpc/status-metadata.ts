@@ -1,9 +1,9 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { anyPack, DurationSchema } from "@bufbuild/protobuf/wkt";
-import { status as GrpcStatus, Metadata, type ServiceError } from "@grpc/grpc-js";
+import { Metadata, type ServiceError } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { ErrorInfoSchema, RetryInfoSchema, StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { ReqlogError } from "../reqlog-error.js";
+import { Code, ReqlogError } from "../reqlog-error.js";
 
 /** The ErrorInfo domain of every reqlog error. */
 export const errorDomain = "reqlog";
@@ -39,7 +39,7 @@ export function toServiceError(err: ReqlogError): Partial<ServiceError> {
  */
 export function failure(err: unknown, method: string, logger: Logger): Partial<ServiceError> {
   const error = ReqlogError.from(err);
-  if (error.code === GrpcStatus.INTERNAL) {
+  if (error.code === Code.INTERNAL) {
     logger.error({ err: error.cause ?? err, method }, "internal error");
   } else if (error.reason === "STORAGE_ERROR") {
     logger.warn({ method, message: error.message, cause: String(error.cause) }, "storage fault");

@@ -1,32 +1,29 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { ReqlogError } from "../reqlog-error.js";
+import type { Cursor } from "../store/store.js";
 
 /**
- * A position in the newest-first order: the sort time and unique id of a
- * record, as the order stood at `snapshot` (the change sequence number when
- * the first page was read).
+ * 2: the cursor is the backend's opaque bytes. (1 held a SQLite row id and
+ * sequence number in fixed fields; such offsets are refused as malformed.)
  */
-export interface Cursor {
-  snapshot: bigint;
-  sortTime: bigint;
-  id: bigint;
-}
-
-const version = 1;
-const payloadBytes = 1 + 8 + 8 + 8;
+const version = 2;
 const tagBytes = 8;
+/** Longest cursor a backend may hand out. */
+const maxCursorBytes = 256;
 
 export interface OffsetCodec {
+  /** The offset a client gets for a backend's cursor. */
   encode(appId: string, cursor: Cursor): Uint8Array;
-  /** The cursor in an offset; INVALID_ARGUMENT when it is malformed, tampered with or from another app. */
+  /** The backend's cursor in an offset; INVALID_ARGUMENT when it is malformed, tampered with or from another app. */
   decode(appId: string, offset: Uint8Array): Cursor;
 }
 
 /**
- * Offsets are opaque, versioned bytes: version (1), snapshot (8), sort time
- * (8), id (8) and a tag (8) = HMAC-SHA256 of the app id and those bytes under the database's
- * own key. The tag makes a tampered or foreign offset fail to decode instead
- * of silently positioning the cursor somewhere else.
+ * Offsets are opaque, versioned bytes: version (1), the backend's cursor, and
+ * a tag (8) = HMAC-SHA256 of the app id, version and cursor under the
+ * backend's own key. The tag makes a tampered or foreign offset fail to decode
+ * instead of silently positioning the cursor somewhere else, so a backend can
+ * trust the cursor bytes it gets back.
  */
 export function createOffsetCodec(key: Uint8Array): OffsetCodec {
   const tag = (appId: string, payload: Uint8Array) =>
@@ -34,24 +31,23 @@ export function createOffsetCodec(key: Uint8Array): OffsetCodec {
 
   return {
     encode(appId, cursor) {
-      const bytes = Buffer.alloc(payloadBytes + tagBytes);
+      if (cursor.length > maxCursorBytes) throw new Error(`cannot encode an offset: cursor of ${cursor.length} bytes`);
+      const bytes = Buffer.alloc(1 + cursor.length + tagBytes);
       bytes.writeUInt8(version, 0);
-      bytes.writeBigInt64BE(cursor.snapshot, 1);
-      bytes.writeBigInt64BE(cursor.sortTime, 9);
-      bytes.writeBigInt64BE(cursor.id, 17);
-      tag(appId, bytes.subarray(0, payloadBytes)).copy(bytes, payloadBytes);
+      bytes.set(cursor, 1);
+      tag(appId, bytes.subarray(0, 1 + cursor.length)).copy(bytes, 1 + cursor.length);
       return new Uint8Array(bytes);
     },
     decode(appId, offset) {
       const bytes = Buffer.from(offset.buffer, offset.byteOffset, offset.byteLength);
-      if (bytes.length !== payloadBytes + tagBytes || bytes[0] !== version) {
+      if (bytes.length <= 1 + tagBytes || bytes.length > 1 + maxCursorBytes + tagBytes || bytes[0] !== version) {
         throw ReqlogError.invalid("offset is malformed: pass back an offset exactly as a Read returned it");
       }
-      const expected = tag(appId, bytes.subarray(0, payloadBytes));
-      if (!timingSafeEqual(expected, bytes.subarray(payloadBytes))) {
+      const payload = bytes.subarray(0, bytes.length - tagBytes);
+      if (!timingSafeEqual(tag(appId, payload), bytes.subarray(bytes.length - tagBytes))) {
         throw ReqlogError.invalid("offset is not valid for this app (altered, or from another app or database)");
       }
-      return { snapshot: bytes.readBigInt64BE(1), sortTime: bytes.readBigInt64BE(9), id: bytes.readBigInt64BE(17) };
+      return new Uint8Array(payload.subarray(1));
     },
   };
 }

@@ -4,12 +4,18 @@ import { LogModuleVersionSchema, type LogReadRequest, LogReadRequestSchema } fro
 import { exceeded, type Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
-import type { Cursor, OffsetCodec } from "./offset-codec.js";
+import type { Cursor } from "../store/store.js";
+import type { OffsetCodec } from "./offset-codec.js";
 
 /** Which extra fields a returned `combined` line carries (include_host / include_all). */
 export type CombinedExtras = "none" | "host" | "all";
 
-/** A validated, clamped Read: what the store executes. */
+/**
+ * A validated, clamped Read: what the store executes. It is plain data
+ * (patterns as their source text, the cursor as the backend's bytes), so it
+ * crosses to worker threads and other processes as it is; each backend
+ * compiles what it needs.
+ */
 export interface ReadPlan {
   appId: string;
   /** (module, version) pairs, ORed; a pair without a version means all of the module's; undefined = all. */
@@ -20,12 +26,14 @@ export interface ReadPlan {
   startTime?: bigint;
   /** Exclusive upper bound on sort time (µs). */
   endTime?: bigint;
-  /** Continue after this position. */
+  /** Continue after this position (the backend's bytes, from a verified offset). */
   after?: Cursor;
   includeIncomplete: boolean;
   minimumLogLevel?: number;
-  combinedRegex?: RE2;
-  hostRegex?: RE2;
+  /** RE2 pattern (valid, within the length limit), partial match on the combined line. */
+  combinedRegex?: string;
+  /** RE2 pattern (valid, within the length limit), partial match on the host. */
+  hostRegex?: string;
   replicaIndex?: number;
   count: number;
   /** undefined: no app lines; else the last `perRequest` lines (all when undefined). */
@@ -38,14 +46,19 @@ export interface ReadPlan {
 export const defaultCount = 20;
 export const maxCount = 1000;
 
-function compileRegex(pattern: string, field: string, limits: Limits): RE2 {
+/** The flags every reqlog pattern is compiled with. */
+export const re2Flags = "u";
+
+/** Checks that a pattern is within the length limit and compiles as RE2; returns it. */
+function checkRegex(pattern: string, field: string, limits: Limits): string {
   const bytes = Buffer.byteLength(pattern, "utf8");
   if (bytes > limits.maxRegexBytes) throw exceeded(limits, "maxRegexBytes", bytes, `${field} length in bytes`);
   try {
-    return new RE2(pattern, "u");
+    new RE2(pattern, re2Flags);
   } catch (err) {
     throw ReqlogError.invalid(`${field} is not a valid RE2 pattern: ${err instanceof Error ? err.message : err}`);
   }
+  return pattern;
 }
 
 /**
@@ -115,8 +128,8 @@ export function planRead(request: LogReadRequest, limits: Limits, offsets: Offse
     after,
     includeIncomplete: request.includeIncomplete,
     minimumLogLevel: has(f.minimumLogLevel) ? request.minimumLogLevel : undefined,
-    combinedRegex: has(f.combinedLogRegex) ? compileRegex(request.combinedLogRegex, "combined_log_regex", limits) : undefined,
-    hostRegex: has(f.hostRegex) ? compileRegex(request.hostRegex, "host_regex", limits) : undefined,
+    combinedRegex: has(f.combinedLogRegex) ? checkRegex(request.combinedLogRegex, "combined_log_regex", limits) : undefined,
+    hostRegex: has(f.hostRegex) ? checkRegex(request.hostRegex, "host_regex", limits) : undefined,
     replicaIndex: has(f.replicaIndex) ? request.replicaIndex : undefined,
     count: Number(count),
     appLogs: request.includeAppLogs

@@ -1,5 +1,6 @@
 import { isFieldSet } from "@bufbuild/protobuf";
 import { type LogUsageRequest, LogUsageRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { exceeded, type Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
 
@@ -16,6 +17,11 @@ export interface UsagePlan {
   resolutionHours: number;
   combineVersions: boolean;
   versionsOnly: boolean;
+  /**
+   * Most records (time buckets × versions) the answer may hold: a store that
+   * finds more stops and refuses the call with `usageTooLarge`.
+   */
+  maxRecords: number;
 }
 
 /**
@@ -24,14 +30,11 @@ export interface UsagePlan {
  */
 export const lastHour = Math.floor((2 ** 31 - 1) / 3600);
 
-/** Most buckets one Usage may return. */
-export const maxBuckets = 100_000;
-
 /**
  * Validates a LogUsageRequest: start rounds down and end up to the hour,
  * start must not be after end, usage_version is unset or 1.
  */
-export function planUsage(request: LogUsageRequest): UsagePlan {
+export function planUsage(request: LogUsageRequest, limits: Limits): UsagePlan {
   const f = LogUsageRequestSchema.field;
   if (!isFieldSet(request, f.appId)) throw ReqlogError.invalid("required field not set: app_id");
   checkIdentifier(request.appId, "app_id");
@@ -49,12 +52,9 @@ export function planUsage(request: LogUsageRequest): UsagePlan {
   const endHour = hasEnd ? Math.min(Math.ceil(request.endTime / 3600), lastHour) : undefined;
   const resolutionHours = request.resolutionHours;
   if (startHour !== undefined && endHour !== undefined && resolutionHours > 0) {
+    // Every time bucket may hold a record: refused before anything is read.
     const buckets = Math.ceil((endHour - startHour) / resolutionHours);
-    if (buckets > maxBuckets) {
-      throw ReqlogError.invalid(
-        `the range holds ${buckets} buckets of ${resolutionHours} h: at most ${maxBuckets} (raise resolution_hours)`,
-      );
-    }
+    if (buckets > limits.maxUsageRecords) throw usageTooLarge(limits.maxUsageRecords, buckets);
   }
   return {
     appId: request.appId,
@@ -64,5 +64,17 @@ export function planUsage(request: LogUsageRequest): UsagePlan {
     resolutionHours,
     combineVersions: request.combineVersions,
     versionsOnly: request.versionsOnly,
+    maxRecords: limits.maxUsageRecords,
   };
+}
+
+/** The refusal of a Usage whose answer would hold more than max-usage-records records. */
+export function usageTooLarge(maxUsageRecords: number, records: number | string): ReqlogError {
+  return exceeded(
+    { maxUsageRecords },
+    "maxUsageRecords",
+    records,
+    "number of Usage records (time buckets × versions)",
+    "narrow the range, raise resolution_hours or combine versions",
+  );
 }

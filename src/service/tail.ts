@@ -1,120 +1,99 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
-import { Metadata, type ServerWritableStream } from "@grpc/grpc-js";
 import { type LogReadRequest, type LogReadResponse, LogReadResponseSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { exceeded } from "../limits.js";
-import { createOffsetCodec } from "../query/offset-codec.js";
 import { planRead } from "../query/read-plan.js";
 import { ReqlogError } from "../reqlog-error.js";
-import type { ServiceDeps } from "./handler.js";
+import type { ServerStreamHandler } from "./call-context.js";
+import type { ServiceDeps } from "./log-service.js";
+import { lazyOffsetCodec } from "./offsets.js";
 
 /** Records examined per query while a tail catches up. */
 const batchSize = 256;
 
-export type TailCall = ServerWritableStream<unknown, LogReadResponse>;
-
 export interface TailService {
   /** Follows one Tail call until the client cancels or the server ends it. */
-  follow(request: LogReadRequest, call: TailCall): Promise<void>;
-  /** Ends every open tail (server shutdown). */
+  follow: ServerStreamHandler<LogReadRequest, LogReadResponse>;
+  /** Ends every open tail (server shutdown): each stream ends normally. */
   endAll(): void;
-  /** Open tails, and the most messages any of them has not yet sent (at most one). */
-  stats(): { open: number; maxUnsent: number };
+  /** Tails open now. */
+  open(): number;
+}
+
+/** Resolves at the next `wake()` or when `signal` aborts, whichever is first. */
+function createWaker(signal: AbortSignal) {
+  let pending = true; // the first wait returns at once: catch up on what came before
+  let resolveWait: (() => void) | undefined;
+  signal.addEventListener("abort", () => resolveWait?.(), { once: true });
+  return {
+    wake() {
+      pending = true;
+      resolveWait?.();
+    },
+    async wait(): Promise<void> {
+      while (!pending && !signal.aborted) await new Promise<void>((resolve) => (resolveWait = resolve));
+      resolveWait = undefined;
+      pending = false;
+    },
+  };
 }
 
 /**
  * Tail: after each commit, every open tail reads the records of its app
- * changed since the last change it delivered (by sequence number) and sends
- * those that match. A tail keeps no queue: it has at most one message in
- * flight and reads the next batch only when that one has been sent, so a
- * slow reader lags behind (reading from the database as it catches up)
- * instead of growing server memory.
+ * changed since the last change it delivered and yields those that match.
+ * A tail keeps no queue: the transport pulls the next message only once the
+ * last one has gone out under flow control, and only then is the next batch
+ * read, so a slow reader lags behind (reading from the store as it catches
+ * up) instead of growing server memory.
  */
-export function createTailService({ store, limits, auth }: ServiceDeps): TailService {
-  const offsets = createOffsetCodec(store.offsetKey());
-  const open = new Set<TailCall>();
-  /** Messages written to each tail's stream and not yet handed to the socket. */
-  const unsent = new WeakMap<TailCall, number>();
+export function createTailService({ store, limits }: ServiceDeps): TailService {
+  const offsetCodec = lazyOffsetCodec(store);
+  const open = new Set<AbortController>();
 
-  async function follow(request: LogReadRequest, call: TailCall): Promise<void> {
-    const principal = auth.authenticate(call.metadata);
+  async function* follow(request: LogReadRequest, call: Parameters<TailService["follow"]>[1]) {
     if (request.requestId.length > 0 || request.offset) {
       throw ReqlogError.invalid("Tail follows new records: request_id and offset are not accepted");
     }
-    const plan = planRead(request, limits, offsets);
-    auth.authorize(principal, "read", [plan.appId]);
+    const plan = planRead(request, limits, await offsetCodec());
+    call.authorize([plan.appId]);
     if (open.size >= limits.maxTails) throw exceeded(limits, "maxTails", open.size + 1, "number of open Tail calls");
 
-    let lastSeq = store.currentSeq();
-    let ended = false;
-    let pumping = false;
-    let again = false;
-    const finished = new Promise<void>((resolve) => {
-      const end = () => {
-        if (ended) return;
-        ended = true;
-        unsubscribe();
-        open.delete(call);
-        resolve();
-      };
-      call.on("cancelled", end);
-      call.on("close", end);
-      call.on("error", end);
-      call.on("finish", end);
-    });
-    const unsubscribe = store.onCommit(() => void pump());
-    open.add(call);
-    // Headers now: the client knows the tail is in place before any record.
-    call.sendMetadata(new Metadata());
-
-    async function pump(): Promise<void> {
-      if (pumping) {
-        again = true;
-        return;
+    // Ended by the caller (cancel, deadline) or by the server (shutdown).
+    const ended = new AbortController();
+    const signal = AbortSignal.any([call.signal, ended.signal]);
+    open.add(ended);
+    try {
+      const waker = createWaker(signal);
+      await store.subscribe(waker.wake, signal);
+      let position = await store.changePosition(signal);
+      // The tail is in place: the client may now write and expect to see it.
+      call.ready();
+      for (;;) {
+        await waker.wait();
+        if (signal.aborted) return;
+        for (;;) {
+          const changes = await store.changes(plan, position, batchSize, signal);
+          position = changes.position;
+          if (changes.records.length > 0) yield create(LogReadResponseSchema, { log: changes.records });
+          if (changes.caughtUp || signal.aborted) break;
+          await yieldToEventLoop(); // let writes in between catch-up batches
+        }
       }
-      pumping = true;
-      try {
-        do {
-          again = false;
-          while (!ended) {
-            const { records, lastSeq: next } = store.changes(plan, lastSeq, batchSize);
-            const caughtUp = next >= store.currentSeq();
-            lastSeq = next;
-            if (records.length > 0) {
-              // One message in flight per tail: the next batch is read only
-              // once this one has gone out under HTTP/2 flow control.
-              unsent.set(call, (unsent.get(call) ?? 0) + 1);
-              const sent = new Promise<void>((resolve) =>
-                call.write(create(LogReadResponseSchema, { log: records }), () => {
-                  unsent.set(call, (unsent.get(call) ?? 1) - 1);
-                  resolve();
-                }),
-              );
-              await Promise.race([sent, finished]);
-            }
-            if (caughtUp) break;
-            await yieldToEventLoop(); // let writes in between catch-up batches
-          }
-        } while (again && !ended);
-      } catch (err) {
-        if (!ended) call.destroy(err instanceof Error ? err : new Error(String(err)));
-      } finally {
-        pumping = false;
-      }
+    } catch (err) {
+      // A tail ended while it read is over, not failed.
+      if (signal.aborted) return;
+      throw err;
+    } finally {
+      open.delete(ended);
+      ended.abort(); // unsubscribes
     }
-
-    await finished;
   }
 
   return {
     follow,
     endAll() {
-      for (const call of open) call.end();
+      for (const tail of open) tail.abort();
     },
-    stats() {
-      let maxUnsent = 0;
-      for (const call of open) maxUnsent = Math.max(maxUnsent, unsent.get(call) ?? 0);
-      return { open: open.size, maxUnsent };
-    },
+    open: () => open.size,
   };
 }

@@ -8,11 +8,12 @@ import {
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { planUsage } from "../query/usage-plan.js";
 import type { UsageBucket } from "../store/store.js";
-import type { ServiceDeps, UnaryHandler } from "./handler.js";
+import type { UnaryHandler } from "./call-context.js";
+import type { ServiceDeps } from "./log-service.js";
 
 const int32Max = 2 ** 31 - 1;
 
-function record(b: Omit<UsageBucket, "versionId"> & { versionId?: string }): LogUsageRecord {
+function record(b: UsageBucket): LogUsageRecord {
   return create(LogUsageRecordSchema, {
     ...(b.versionId !== undefined ? { versionId: b.versionId } : {}),
     startTime: b.startHour * 3600,
@@ -24,29 +25,35 @@ function record(b: Omit<UsageBucket, "versionId"> & { versionId?: string }): Log
   });
 }
 
+/** The sum of the buckets, over the span from the first one's start to the last one's end. */
+function summaryOf(buckets: readonly UsageBucket[]): UsageBucket {
+  // A loop, not Math.min(...spread): a reply may hold more buckets than a call takes arguments.
+  const sum: UsageBucket = { startHour: Infinity, endHour: -Infinity, requests: 0, bytes: 0, lines: 0 };
+  for (const b of buckets) {
+    sum.startHour = Math.min(sum.startHour, b.startHour);
+    sum.endHour = Math.max(sum.endHour, b.endHour);
+    sum.requests += b.requests;
+    sum.bytes += b.bytes;
+    sum.lines += b.lines;
+  }
+  return sum;
+}
+
 /** Usage: storage statistics per time bucket and version, from the hourly rollups. */
-export function createUsageHandler({ store, auth }: ServiceDeps): UnaryHandler<LogUsageRequest, LogUsageResponse> {
+export function createUsageHandler({ store, limits }: ServiceDeps): UnaryHandler<LogUsageRequest, LogUsageResponse> {
   return async (request, call) => {
-    const principal = auth.authenticate(call.metadata);
-    const plan = planUsage(request);
-    auth.authorize(principal, "read", [plan.appId]);
-    const { buckets, versions } = store.usage(plan);
+    const plan = planUsage(request, limits);
+    call.authorize([plan.appId]);
+    const { buckets, versions } = await store.usage(plan, call.signal);
     if (plan.versionsOnly) {
       return create(LogUsageResponseSchema, {
         usage: versions.map((versionId) => create(LogUsageRecordSchema, { versionId })),
       });
     }
-    const usage = buckets.map(record);
     const summary =
       buckets.length === 0
         ? create(LogUsageRecordSchema, { count: 0n, totalSize: 0n, records: 0 })
-        : record({
-            startHour: Math.min(...buckets.map((b) => b.startHour)),
-            endHour: Math.max(...buckets.map((b) => b.endHour)),
-            requests: buckets.reduce((s, b) => s + b.requests, 0),
-            bytes: buckets.reduce((s, b) => s + b.bytes, 0),
-            lines: buckets.reduce((s, b) => s + b.lines, 0),
-          });
-    return create(LogUsageResponseSchema, { usage, summary });
+        : record(summaryOf(buckets));
+    return create(LogUsageResponseSchema, { usage: buckets.map(record), summary });
   };
 }

@@ -1,7 +1,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { Logger } from "pino";
 import type { Clock } from "../clock.js";
-import type { Store } from "./store.js";
+import type { Maintenance } from "./store.js";
 
 /** How long a Read offset stays valid: paging history older than this is pruned. */
 export const offsetLifetimeMs = 24 * 3_600_000;
@@ -13,8 +13,6 @@ export interface HousekeepingOptions {
   intervalMs: number;
   /** Requests deleted per transaction: small, so writers wait at most one batch. */
   batch?: number;
-  /** Free pages returned to the file system per run. */
-  vacuumPages?: number;
   now: Clock;
   logger: Logger;
 }
@@ -31,23 +29,27 @@ export interface Housekeeping {
  * event loop between batches), then paging history older than the offset
  * lifetime is pruned and free pages are handed back to the file system.
  */
-export function startHousekeeping(store: Pick<Store, "expire" | "compact">, options: HousekeepingOptions): Housekeeping {
+export function startHousekeeping(maintenance: Maintenance, options: HousekeepingOptions): Housekeeping {
   const batch = options.batch ?? 500;
   let running: Promise<number> | undefined;
   let stopped = false;
 
+  // Stopping aborts the batch under way at its next chance (a write not yet begun is not begun).
+  const stopping = new AbortController();
+
   async function run(): Promise<number> {
+    const signal = stopping.signal;
     let deleted = 0;
     if (options.retentionMs > 0) {
       const cutoff = options.now() - BigInt(Math.round(options.retentionMs * 1000));
       for (;;) {
-        const n = await store.expire(cutoff, batch);
+        const n = await maintenance.expire(cutoff, batch, signal);
         deleted += n;
         if (n < batch || stopped) break;
         await yieldToEventLoop();
       }
     }
-    await store.compact(options.now() - BigInt(offsetLifetimeMs * 1000), options.vacuumPages ?? 2048);
+    await maintenance.compact(options.now() - BigInt(offsetLifetimeMs * 1000), signal);
     if (deleted > 0) options.logger.info({ deleted }, "retention deleted old requests");
     return deleted;
   }
@@ -68,6 +70,7 @@ export function startHousekeeping(store: Pick<Store, "expire" | "compact">, opti
     runOnce,
     async stop() {
       stopped = true;
+      stopping.abort();
       clearInterval(timer);
       await running?.catch(() => undefined);
     },

@@ -1,32 +1,81 @@
 import type { InstanceStatus, RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
-import type { Cursor } from "../query/offset-codec.js";
+import type { InstanceKey, PreparedRecord, RequestContext, RequestLines } from "../domain/records.js";
 import type { ReadPlan } from "../query/read-plan.js";
 import type { UsagePlan } from "../query/usage-plan.js";
-import type { PreparedRecord } from "../write/prepare-request-log.js";
-import type { AppLine } from "../write/validate-lines.js";
 
-/** The request a Flush's lines belong to, from the call metadata. */
-export interface RequestContext {
-  appId: string;
-  moduleId: string;
-  /** False when the caller did not name a module ("default" is used). */
-  moduleSet: boolean;
-  versionId: string;
-  requestId: Uint8Array;
+/**
+ * The storage contract of reqlog, the same for every backend (SQLite, and
+ * any networked one). Every method is asynchronous and takes the call's
+ * AbortSignal: a cancelled or expired call stops its work (a scan ends, a
+ * write not yet begun is not begun) and rejects with CANCELLED.
+ *
+ * Positions are opaque: a cursor (where a Read page ends) and a change
+ * position (how far a Tail has followed) are bytes that only the backend
+ * that made them reads. The layers above pass them back untouched; the
+ * offset codec wraps cursors in a versioned, authenticated envelope.
+ *
+ * Failures are ReqlogErrors: refused input (INVALID_ARGUMENT), a storage
+ * fault a retry can fix (UNAVAILABLE), or any other (INTERNAL).
+ */
+export interface Store {
+  /** Upserts request records (by app and request id) with their lines. Durable once resolved. */
+  write(records: readonly PreparedRecord[], signal: AbortSignal): Promise<WriteResult>;
+  /**
+   * Stores request records and app lines of several requests in one
+   * transaction (an Ingest batch); lines count only when new.
+   */
+  ingest(records: readonly PreparedRecord[], lines: readonly RequestLines[], signal: AbortSignal): Promise<WriteResult>;
+  /** Stores app lines of one request; returns how many were new. */
+  flush(request: RequestContext, lines: RequestLines["lines"], signal: AbortSignal): Promise<number>;
+  /** Executes a validated Read plan: newest first, keyset-paged, within the plan's scan budget. */
+  read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
+  /** The stored records of these request ids (those that exist), in the order given, once each, with all their lines. */
+  getRequests(appId: string, requestIds: readonly Uint8Array[], signal: AbortSignal): Promise<RequestLog[]>;
+  /** Usage buckets from the hourly rollups, by time then version; versions only when the plan asks. */
+  usage(plan: UsagePlan, signal: AbortSignal): Promise<UsageResult>;
+  /** Where the change feed stands now: a Tail started now follows changes after it. */
+  changePosition(signal: AbortSignal): Promise<ChangePosition>;
+  /**
+   * Records of the plan's app changed after `after` that match its filters,
+   * oldest change first, at most `limit` examined. `position` is where to go
+   * on from (everything up to it has been examined); `caughtUp` tells that
+   * it was the newest change when this was read.
+   */
+  changes(plan: ReadPlan, after: ChangePosition, limit: number, signal: AbortSignal): Promise<ChangesResult>;
+  /**
+   * Calls `listener` after each commit that may have changed records, until
+   * `signal` aborts; resolves once the listener is in place.
+   */
+  subscribe(listener: () => void, signal: AbortSignal): Promise<void>;
+  /** The backend's own secret key for authenticating Read offsets (the same across restarts). */
+  offsetKey(signal: AbortSignal): Promise<Uint8Array>;
 }
 
-/** The instance a SetStatus comes from, from the call metadata. */
-export interface InstanceKey {
-  appId: string;
-  moduleId: string;
-  versionId: string;
-  instanceId: string;
+/** A backend's position, opaque to everything above the store. */
+export type Cursor = Uint8Array;
+/** A position in the change feed, opaque to everything above the store. */
+export type ChangePosition = Uint8Array;
+
+/** One page of a Read, before offsets are encoded. */
+export interface ReadResult {
+  records: { log: RequestLog; cursor: Cursor }[];
+  /** Where to continue; set exactly when more matching records may remain. */
+  next?: Cursor;
+  /** Sort time of the last record examined. */
+  lastSortTime?: bigint;
 }
 
-export interface StatusFilter {
-  appId: string;
-  moduleId?: string;
-  versionId?: string;
+export interface ChangesResult {
+  records: RequestLog[];
+  position: ChangePosition;
+  caughtUp: boolean;
+}
+
+export interface WriteResult {
+  /** Request records stored. */
+  records: number;
+  /** App log lines newly stored (re-sent lines are not counted). */
+  lines: number;
 }
 
 /** One usage bucket of one version (or of all, when versions are combined). */
@@ -40,68 +89,74 @@ export interface UsageBucket {
   lines: number;
 }
 
-/** One page of a Read, before offsets are encoded. */
-export interface ReadResult {
-  records: { log: RequestLog; cursor: Cursor }[];
-  /** Where to continue; set exactly when more matching records may remain. */
-  next?: Cursor;
-  /** Sort time of the last record examined. */
-  lastSortTime?: bigint;
+export interface UsageResult {
+  buckets: UsageBucket[];
+  /** The distinct versions with usage in the range, sorted. */
+  versions: string[];
 }
 
-export interface WriteResult {
-  /** Request records stored. */
-  records: number;
-  /** App log lines newly stored (re-sent lines are not counted). */
-  lines: number;
+export interface StatusFilter {
+  appId: string;
+  moduleId?: string;
+  versionId?: string;
 }
 
-/**
- * The storage of reqlog. Each write method commits before its promise
- * resolves: a resolved write survives a crash of the process.
- */
-export interface Store {
-  /** Upserts request records (by app and request id) with their lines. */
-  write(records: readonly PreparedRecord[]): Promise<WriteResult>;
-  /**
-   * Stores request records and app lines of several requests in one
-   * transaction (an Ingest batch); lines count only when new.
-   */
-  ingest(records: readonly PreparedRecord[], flushes: readonly { request: RequestContext; lines: readonly AppLine[] }[]): Promise<WriteResult>;
-  /** Stores app lines of one request; returns how many were new. */
-  flush(request: RequestContext, lines: readonly AppLine[]): Promise<number>;
+/** What SetStatus stores and ListStatus reads back. */
+export interface StatusStore {
   /** Stores the latest status text of an instance. */
-  setStatus(instance: InstanceKey, status: string): Promise<void>;
+  setStatus(instance: InstanceKey, status: string, signal: AbortSignal): Promise<void>;
   /** Stored statuses matching the filter, by module, version and instance. */
-  listStatus(filter: StatusFilter): InstanceStatus[];
-  /** Executes a validated Read plan: newest first, keyset-paged, within the plan's scan budget. */
-  read(plan: ReadPlan): Promise<ReadResult>;
-  /**
-   * Records of the plan's app changed after `afterSeq` that match its filters,
-   * oldest change first, at most `limit` examined; `lastSeq` is where to go on
-   * from (everything up to it has been examined).
-   */
-  changes(plan: ReadPlan, afterSeq: bigint, limit: number): { records: RequestLog[]; lastSeq: bigint };
-  /** Usage buckets from the hourly rollups, by time then version; versions only when the plan asks. */
-  usage(plan: UsagePlan): { buckets: UsageBucket[]; versions: string[] };
-  /** The last change sequence number committed. */
-  currentSeq(): bigint;
-  /** Calls `listener` after every commit; returns the unsubscribe function. */
-  onCommit(listener: () => void): () => void;
-  /** The database's own key for authenticating read offsets. */
-  offsetKey(): Uint8Array;
-  /** The stored records of these request ids (those that exist), in the order given, with their lines. */
-  getRequests(appId: string, requestIds: readonly Uint8Array[]): RequestLog[];
+  listStatus(filter: StatusFilter, signal: AbortSignal): Promise<InstanceStatus[]>;
+}
+
+export const scopes = ["read:logs", "write:logs", "admin"] as const;
+export type Scope = (typeof scopes)[number];
+
+export interface TokenInfo {
+  id: number;
+  name: string;
+  scopes: Scope[];
+  /** undefined = every app. */
+  apps?: string[];
+  /** Creation time, µs. */
+  created: bigint;
+  /** Revocation time, µs. */
+  revoked?: bigint;
+}
+
+/** Access tokens, kept as hashes: the token itself is shown once, at creation. */
+export interface TokenStore {
+  /** Creates a token; returns it (shown once) and its record. */
+  create(options: { name: string; scopes: Scope[]; apps?: string[] }): Promise<{ token: string; info: TokenInfo }>;
+  /** The valid (unrevoked) token a caller presented, or undefined. */
+  find(token: string): Promise<TokenInfo | undefined>;
+  list(): Promise<TokenInfo[]>;
+  /** Revokes a token; false when there is no valid token with that id. */
+  revoke(id: number): Promise<boolean>;
+  /** Whether any valid token exists (then every call must present one). */
+  anyActive(): Promise<boolean>;
+}
+
+/** Retention and compaction, run in the background (store/housekeeping.ts). */
+export interface Maintenance {
   /**
    * Deletes up to `limit` requests (with their lines) whose sort time is
    * before `cutoff` (µs), keeping the rollups exact; returns how many went.
    */
-  expire(cutoff: bigint, limit: number): Promise<number>;
+  expire(cutoff: bigint, limit: number, signal: AbortSignal): Promise<number>;
   /**
-   * Housekeeping after deletions: prunes paging history older than
-   * `historyCutoff` (µs) and returns up to `pages` free pages to the file system.
+   * After deletions: forgets paging history older than `historyCutoff` (µs),
+   * so older offsets are refused as expired, and returns freed space.
    */
-  compact(historyCutoff: bigint, pages: number): Promise<void>;
-  /** Commits what is pending and closes the database. */
+  compact(historyCutoff: bigint, signal: AbortSignal): Promise<void>;
+}
+
+/** A storage backend: the record store and its narrow companions, opened together. */
+export interface Backend {
+  store: Store;
+  statuses: StatusStore;
+  tokens: TokenStore;
+  maintenance: Maintenance;
+  /** Commits what is pending and releases the backend. */
   close(): Promise<void>;
 }

@@ -5,7 +5,8 @@ import type { Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "./identifiers.js";
 import { missingRequiredFields, requiredFieldsError } from "./required-fields.js";
-import { type AppLine, checkLines } from "./validate-lines.js";
+import type { PreparedRecord } from "../domain/records.js";
+import { checkLines } from "./validate-lines.js";
 
 /** Required RequestLog fields that Write derives when the writer leaves them unset. */
 const derivedFields: ReadonlySet<string> = new Set(
@@ -14,13 +15,6 @@ const derivedFields: ReadonlySet<string> = new Set(
   ),
 );
 
-/** A validated request record, its required fields filled, ready for the store. */
-export interface PreparedRecord {
-  log: RequestLog;
-  lines: AppLine[];
-  /** `combined` as it must be stored: undefined when it equals the derived line. */
-  storedCombined: string | undefined;
-}
 
 /**
  * Validates one RequestLog of a Write and derives what the writer left out

@@ -1,17 +1,11 @@
 import type { UserAppLogLine } from "../../gen/reqlog/v1/log_service_pb.js";
 import { exceeded, type Limits } from "../limits.js";
+import type { AppLine } from "../domain/records.js";
 import { ReqlogError } from "../reqlog-error.js";
 
 /** App log levels: 0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR, 4 CRITICAL. */
 export const levelNames = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] as const;
 
-/** One app log line as the store keeps it; `pos` is its index in its flush. */
-export interface AppLine {
-  time: bigint;
-  level: number;
-  message: string;
-  pos: number;
-}
 
 /** An app log line as it arrives: UserAppLogLine's level is an int64. */
 export interface IncomingLine {

@@ -1,6 +1,6 @@
 import { ScalarType } from "@bufbuild/protobuf";
 import { type RequestLog, RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
-import type { AppLine } from "./validate-lines.js";
+import type { AppLine } from "../domain/records.js";
 
 /** Bytes of a varint encoding of an integer (negative int64s take 10). */
 function varintBytes(value: bigint | number): number {

@@ -1,4 +1,4 @@
-import { clone, createFileRegistry, type DescFile, type DescMessage } from "@bufbuild/protobuf";
+import { clone, createFileRegistry, type DescFile, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import {
   FieldDescriptorProto_Label,
   FileDescriptorProtoSchema,
@@ -28,4 +28,9 @@ const registry = lenientFile(file_reqlog_v1_log_service);
 /** The lenient twin of a reqlog message schema (same type name). */
 export function lenient(schema: DescMessage): DescMessage {
   return registry.getMessage(schema.typeName) ?? schema;
+}
+
+/** The lenient twin of a reqlog service: requests encode with the lenient message schemas. */
+export function lenientService<S extends DescService>(service: S): S {
+  return (registry.getService(service.typeName) ?? service) as S;
 }

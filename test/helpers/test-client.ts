@@ -1,95 +1,109 @@
-import { type DescMessage, type DescService, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
-import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import {
-  type ChannelCredentials,
-  type Client,
-  credentials,
-  makeGenericClientConstructor,
-  Metadata,
-  type ServiceError,
-} from "@grpc/grpc-js";
+import { connect } from "node:http2";
+import { type DescMessage, fromBinary, type Message } from "@bufbuild/protobuf";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorInfoSchema, StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { type ClientCodec, clientDefinition } from "../../src/grpc/service-definition.js";
+import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
+import { type ClientOptions, createLogServiceClient, type LogServiceClient } from "../../src/client/log-service-client.js";
 import { missingRequiredFields } from "../../src/write/required-fields.js";
-import { lenient } from "./lenient-schema.js";
+import { lenientService } from "./lenient-schema.js";
 
-/**
- * A strict client: requests are encoded leniently (tests may leave required
- * fields out on purpose), but every reply is checked as a strict proto2
- * client would: a reply missing a required field fails the call.
- */
-const strictRepliesCodec: ClientCodec = {
-  encode: (schema, message) => toBinary(lenient(schema), message as MessageShape<DescMessage>),
-  decode(schema, bytes) {
-    const message = fromBinary(schema, bytes);
-    const missing = missingRequiredFields(schema, message);
-    if (missing.length > 0) throw new Error(`reply ${schema.typeName} lacks required fields: ${missing.join(", ")}`);
-    return message;
-  },
-};
-
-export type TestClient = Client & Record<string, (...args: unknown[]) => unknown>;
-
-export function createTestClient(service: DescService, address: string, tls?: ChannelCredentials): TestClient {
-  const Ctor = makeGenericClientConstructor(clientDefinition(service, strictRepliesCodec), service.typeName);
-  return new Ctor(address, tls ?? credentials.createInsecure(), {
-    "grpc.max_send_message_length": -1,
-    "grpc.max_receive_message_length": -1,
-  }) as unknown as TestClient;
+function checkReply(schema: DescMessage, message: Message): void {
+  const missing = missingRequiredFields(schema, message);
+  if (missing.length > 0) throw new Error(`reply ${schema.typeName} lacks required fields: ${missing.join(", ")}`);
 }
 
-/** Calls a unary method; resolves with the reply or rejects with the ServiceError. */
-export function unaryCall<Res>(
-  client: TestClient,
-  method: string,
-  request: unknown,
-  metadata: Record<string, string | Buffer> = {},
-): Promise<Res> {
-  const md = new Metadata();
-  for (const [k, v] of Object.entries(metadata)) md.set(k, v);
-  return new Promise((resolve, reject) => {
-    (client[method] as (req: unknown, md: Metadata, cb: (err: ServiceError | null, res: Res) => void) => void)(
-      request,
-      md,
-      (err, res) => (err ? reject(err) : resolve(res)),
-    );
+/** Fails a call whose reply (or any streamed reply) lacks a required field, as a strict proto2 client would. */
+const strictReplies: Interceptor = (next) => async (req) => {
+  const res = await next(req);
+  const strict = LogService.method[req.method.localName as keyof typeof LogService.method]?.output ?? req.method.output;
+  if (!res.stream) {
+    checkReply(strict, res.message);
+    return res;
+  }
+  const messages = res.message;
+  return {
+    ...res,
+    message: (async function* () {
+      for await (const message of messages) {
+        checkReply(strict, message);
+        yield message;
+      }
+    })(),
+  };
+};
+
+export type TestClient = LogServiceClient;
+
+/**
+ * The tests' client: typed from the generated service, but requests encode
+ * leniently (a test may leave required fields out on purpose, as a careless
+ * or hostile client could), and every reply is checked as a strict proto2
+ * client checks it.
+ */
+export function createTestClient(options: ClientOptions): TestClient {
+  return createLogServiceClient({
+    ...options,
+    service: lenientService(LogService),
+    interceptors: [strictReplies, ...(options.interceptors ?? [])],
   });
 }
 
-/** The ErrorInfo reason a failed call carries in grpc-status-details-bin. */
-export function errorReason(err: ServiceError): string | undefined {
-  const raw = err.metadata?.get("grpc-status-details-bin")[0];
-  if (raw === undefined) return undefined;
-  const status = fromBinary(StatusSchema, raw as Buffer);
-  for (const detail of status.details) {
-    const info = anyUnpack(detail, ErrorInfoSchema);
-    if (info) return info.reason;
-  }
-  return undefined;
+/** A failed call as the tests look at it: status code, message, ErrorInfo reason. */
+export interface CallFailure {
+  code: number;
+  details: string;
+  reason: string | undefined;
+}
+
+export function failureOf(err: unknown): CallFailure {
+  const e = ConnectError.from(err);
+  return { code: e.code, details: e.rawMessage, reason: e.findDetails(ErrorInfoSchema)[0]?.reason };
 }
 
 /** Awaits a call expected to fail; returns code, message and ErrorInfo reason. */
-export async function callError(
-  call: Promise<unknown>,
-): Promise<{ code: number; details: string; reason: string | undefined }> {
+export async function callError(call: Promise<unknown>): Promise<CallFailure> {
   try {
     await call;
   } catch (err) {
-    const e = err as ServiceError;
-    return { code: e.code, details: e.details, reason: errorReason(e) };
+    return failureOf(err);
   }
   throw new Error("the call succeeded but was expected to fail");
 }
 
-/** Sends raw bytes as the request of a unary method (for malformed messages). */
-export function rawUnaryCall(client: TestClient, path: string, bytes: Uint8Array): Promise<Buffer> {
+/** `authorization: Bearer <token>` as call options. */
+export function bearer(token: string): { headers: Record<string, string> } {
+  return { headers: { authorization: `Bearer ${token}` } };
+}
+
+/**
+ * Sends raw bytes as the request of a unary method (malformed messages no
+ * client library would encode); resolves with the reply's bytes or rejects
+ * with the call's status as a ConnectError.
+ */
+export function rawUnaryCall(address: string, path: string, bytes: Uint8Array): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(
-      path,
-      (b: Buffer) => b,
-      (b: Buffer) => b,
-      Buffer.from(bytes),
-      (err, res) => (err ? reject(err) : resolve(res!)),
-    );
+    const session = connect(`http://${address}`);
+    session.on("error", reject);
+    const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+    const chunks: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("trailers", (trailers) => {
+      const code = Number(trailers["grpc-status"]);
+      const body = Buffer.concat(chunks);
+      session.close();
+      if (code === 0) return resolve(body.subarray(5));
+      const message = decodeURIComponent(String(trailers["grpc-message"] ?? ""));
+      const raw = trailers["grpc-status-details-bin"];
+      const details = raw ? fromBinary(StatusSchema, Buffer.from(String(raw), "base64")).details : [];
+      const incoming = details.map((any) => ({ type: any.typeUrl.slice(any.typeUrl.lastIndexOf("/") + 1), value: any.value }));
+      const failed = new ConnectError(message, code);
+      failed.details.push(...incoming);
+      reject(failed);
+    });
+    stream.on("error", reject);
+    const frame = Buffer.alloc(5 + bytes.length);
+    frame.writeUInt32BE(bytes.length, 1);
+    frame.set(bytes, 5);
+    stream.end(frame);
   });
 }

@@ -1,67 +1,138 @@
-import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
-import type { Clock } from "../../src/clock.js";
-import { createAuthorizer } from "../../src/auth/authorizer.js";
-import { createTokenStore, type TokenStore } from "../../src/auth/token-store.js";
-import { startServer, type RunningServer } from "../../src/grpc/server.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import type { SecureClientSessionOptions } from "node:http2";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import type { ServerCredentials } from "@grpc/grpc-js";
+import { afterEach, beforeEach } from "vitest";
+import {
+  type LogReadRequestSchema,
+  type LogReadResponse,
+  type RequestLog,
+  WriteRequestSchema,
+  type WriteResponse,
+} from "../../gen/reqlog/v1/log_service_pb.js";
+import type { RunningServer } from "../../src/grpc/server.js";
 import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createLogger } from "../../src/logger.js";
-import { openDatabase } from "../../src/store/sqlite/open-database.js";
-import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import type { Store } from "../../src/store/store.js";
+import { startReqlogServer } from "../../src/reqlog-server.js";
+import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
+import { t0 } from "./fixtures.js";
 import { createTestClient, type TestClient } from "./test-client.js";
-import type Database from "better-sqlite3";
-import type { ChannelCredentials, ServerCredentials } from "@grpc/grpc-js";
+
+export interface TestServerOptions {
+  limits?: Partial<Limits>;
+  /** The database file; a fresh one in a temporary folder (removed on close) by default. */
+  dbPath?: string;
+  /** The injected clock's start (µs). */
+  now?: bigint;
+  /** Read worker threads (default 2, as in production). */
+  readWorkers?: number;
+  /** The rate limiter's clock (ms). */
+  monotonicNow?: () => number;
+  /** TLS for the server; the client then connects with `clientTls`. */
+  credentials?: ServerCredentials;
+  clientTls?: SecureClientSessionOptions;
+}
+
+/** Read request fields, as a test writes them. */
+export type ReadInit = Omit<Exclude<MessageInitShape<typeof LogReadRequestSchema>, { $typeName: string }>, "$typeName">;
 
 export interface TestServer {
   server: RunningServer;
+  /** The client of the server (no token). */
   client: TestClient;
-  store: Store;
-  tokens: TokenStore;
-  /** The same database the store uses, for checks on raw rows. */
-  db: Database.Database;
-  /** Sets the injected clock (microseconds). */
+  /** The backend the server runs on: its store, tokens, maintenance and raw database. */
+  backend: SqliteBackend;
+  /** A further client of the server, with a token or other options. */
+  connect(options?: { token?: string }): TestClient;
+  /** The raw database, for checks on stored rows. */
+  db: SqliteBackend["db"];
+  /** Writes records with Write. */
+  write(...logs: RequestLog[]): Promise<WriteResponse>;
+  /** The stored records of app "forge" with these request ids, as the store returns them. */
+  stored(...requestIds: Uint8Array[]): Promise<RequestLog[]>;
+  /** Reads one page of the app "forge" unless the request names another. */
+  read(init?: ReadInit): Promise<LogReadResponse>;
+  /** Sets the injected clock (µs). */
   setNow(usec: bigint): void;
   close(): Promise<void>;
 }
 
-/** A real server on 127.0.0.1:0 over a fresh SQLite database, with a controlled clock. */
-export async function startTestServer(
-  options: {
-    limits?: Partial<Limits>;
-    dbPath?: string;
-    now?: bigint;
-    readWorkers?: number;
-    /** The rate limiter's clock (ms). */
-    monotonicNow?: () => number;
-    /** TLS for the server (and then the test client trusts `clientTls`). */
-    credentials?: ServerCredentials;
-    clientTls?: ChannelCredentials;
-  } = {},
-): Promise<TestServer> {
-  let now = options.now ?? 1_795_000_000_000_000n;
-  const clock: Clock = () => now;
-  const db = openDatabase({ path: options.dbPath ?? ":memory:" });
-  const store = createSqliteStore(db, clock, { readWorkers: options.readWorkers });
-  const limits = { ...defaultLimits, ...options.limits };
-  const tokens = createTokenStore(db, clock);
-  const auth = createAuthorizer(tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
-  const server = await startServer(
-    { store, limits, auth },
-    { listen: "127.0.0.1:0", shutdownTimeoutMs: 2000, logger: createLogger("silent"), credentials: options.credentials },
-  );
-  const client = createTestClient(LogService, server.address, options.clientTls);
+/**
+ * A real server on 127.0.0.1:0, wired as `reqlog serve` wires it, over a
+ * SQLite file database with read workers on and a controlled clock.
+ */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  let now = options.now ?? t0;
+  const folder = options.dbPath ? undefined : mkdtempSync(join(tmpdir(), "reqlog-test-"));
+  const backend = openSqliteBackend({
+    path: options.dbPath ?? join(folder!, "reqlog.db"),
+    readWorkers: options.readWorkers,
+    now: () => now,
+  });
+  const reqlog = await startReqlogServer(backend, {
+    listen: "127.0.0.1:0",
+    limits: { ...defaultLimits, ...options.limits },
+    logger: createLogger("silent"),
+    shutdownTimeoutMs: 2000,
+    credentials: options.credentials,
+    monotonicNow: options.monotonicNow,
+  });
+  const server = reqlog.grpc;
+  const clients: TestClient[] = [];
+  const connect = (more: { token?: string } = {}) => {
+    const client = createTestClient({ server: server.address, tls: options.clientTls, token: more.token });
+    clients.push(client);
+    return client;
+  };
+  const client = connect();
   return {
     server,
     client,
-    store,
-    tokens,
-    db,
+    backend,
+    connect,
+    db: backend.db,
+    write: (...logs) => client.write(create(WriteRequestSchema, { log: logs })),
+    stored: (...requestIds) => backend.store.getRequests("forge", requestIds, new AbortController().signal),
+    read: (init = {}) => client.read({ appId: "forge", ...init }),
     setNow(usec) {
       now = usec;
     },
     async close() {
-      client.close();
-      await server.shutdown();
+      for (const c of clients) c.close();
+      await reqlog.shutdown();
+      await backend.close();
+      if (folder) rmSync(folder, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A test server for each test of the file (or describe block): started
+ * before each test, stopped after. The object returned stands for the
+ * current one.
+ */
+const methods = new Set<keyof TestServer>(["connect", "write", "stored", "read", "setNow", "close"]);
+
+export function useTestServer(options: TestServerOptions | (() => TestServerOptions) = {}): TestServer {
+  let current: TestServer | undefined;
+  beforeEach(async () => {
+    current = await startTestServer(typeof options === "function" ? options() : options);
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  const now = () => {
+    if (!current) throw new Error("the test server runs only inside a test");
+    return current;
+  };
+  return new Proxy({} as TestServer, {
+    get(_, key: keyof TestServer) {
+      // Methods may be taken at load time (const write = ts.write): they call the current server's.
+      if (methods.has(key)) return (...args: never[]) => (now()[key] as (...a: never[]) => unknown)(...args);
+      return now()[key];
+    },
+  });
 }

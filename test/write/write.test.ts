@@ -1,29 +1,18 @@
 import { create, equals, isFieldSet } from "@bufbuild/protobuf";
-import { status } from "@grpc/grpc-js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   LogLineSchema,
   LogOffsetSchema,
   type RequestLog,
   RequestLogSchema,
-  WriteRequestSchema,
-  type WriteResponse,
 } from "../../gen/reqlog/v1/log_service_pb.js";
+import { Code } from "../../src/reqlog-error.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { callError, unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { callError } from "../helpers/test-client.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-beforeEach(async () => {
-  ts = await startTestServer();
-});
-afterEach(async () => {
-  await ts.close();
-});
-
-function write(...logs: RequestLog[]): Promise<WriteResponse> {
-  return unaryCall<WriteResponse>(ts.client, "write", create(WriteRequestSchema, { log: logs }));
-}
+const ts = useTestServer();
+const write = ts.write;
 
 function count(table: string): number {
   return ts.db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
@@ -85,14 +74,14 @@ describe("Write", () => {
     const reply = await write(log);
     expect(reply.records).toBe(1);
     expect(reply.lines).toBe(2);
-    const [stored] = ts.store.getRequests("forge", [log.requestId]);
+    const [stored] = await ts.stored(log.requestId);
     expect(stored).toBeDefined();
     expect(equals(RequestLogSchema, stored!, log)).toBe(true);
   });
 
   it("leaves optional fields unset when the writer left them unset, and derives required ones", async () => {
     await write(minimalLog({ endTime: t0 + 500n, ip: "198.51.100.7", status: 404, httpVersion: "HTTP/1.1" }));
-    const [stored] = ts.store.getRequests("forge", [rid("req-1")]);
+    const [stored] = await ts.stored(rid("req-1"));
     const unset = RequestLogSchema.fields.filter((f) => !isFieldSet(stored!, f)).map((f) => f.name);
     expect(unset.sort()).toEqual(
       [
@@ -134,7 +123,7 @@ describe("Write", () => {
 
   it("derives end_time from latency, and treats 0 and empty derivable fields as unset", async () => {
     await write(minimalLog({ latency: 700n, endTime: 0n, combined: "" }));
-    const [stored] = ts.store.getRequests("forge", [rid("req-1")]);
+    const [stored] = await ts.stored(rid("req-1"));
     expect(stored!.endTime).toBe(t0 + 700n);
     expect(stored!.latency).toBe(700n);
     expect(stored!.combined).toContain('"GET /api/v1/repos/alice/app" 0 0 "-" "-"');
@@ -152,13 +141,13 @@ describe("Write", () => {
   it("updates a record in place: an in-progress request completed by a later write", async () => {
     ts.setNow(t0 + 5_000n);
     await write(minimalLog({ finished: false }));
-    let [stored] = ts.store.getRequests("forge", [rid("req-1")]);
+    let [stored] = await ts.stored(rid("req-1"));
     expect(stored!.finished).toBe(false);
     expect(stored!.endTime).toBe(0n);
     expect(ts.db.prepare("SELECT sort_time FROM requests").pluck().safeIntegers().get()).toBe(t0 + 5_000n);
 
     await write(minimalLog({ finished: true, endTime: t0 + 900n, status: 200 }));
-    [stored] = ts.store.getRequests("forge", [rid("req-1")]);
+    [stored] = await ts.stored(rid("req-1"));
     expect(stored!.finished).toBe(true);
     expect(stored!.endTime).toBe(t0 + 900n);
     expect(stored!.status).toBe(200);
@@ -169,22 +158,32 @@ describe("Write", () => {
   it("does not turn a finished record back into an in-progress one", async () => {
     await write(minimalLog({ finished: true, endTime: t0 + 900n, status: 200 }));
     await write(minimalLog({ finished: false, status: 0 }));
-    const [stored] = ts.store.getRequests("forge", [rid("req-1")]);
+    const [stored] = await ts.stored(rid("req-1"));
     expect(stored!.finished).toBe(true);
     expect(stored!.status).toBe(200);
   });
 
-  it("ignores an offset sent inside a written record", async () => {
-    await write(minimalLog({ offset: create(LogOffsetSchema, { requestId: rid("x") }) }));
-    const [stored] = ts.store.getRequests("forge", [rid("req-1")]);
-    expect(isFieldSet(stored!, RequestLogSchema.field.offset)).toBe(false);
+  it("ignores an offset sent inside a written record: Read gives each record its own, which pages on", async () => {
+    const forged = create(LogOffsetSchema, { requestId: rid("forged") });
+    await write(
+      minimalLog({ requestId: rid("old"), endTime: t0 + 1n, offset: forged }),
+      minimalLog({ requestId: rid("new"), endTime: t0 + 2n, offset: forged }),
+    );
+    const page = await ts.read({ count: 1n });
+    const [newest] = page.log;
+    expect(newest!.requestId).toEqual(rid("new"));
+    expect(newest!.offset!.requestId).not.toEqual(forged.requestId);
+    expect(newest!.offset!.requestId).toEqual(page.offset!.requestId);
+    const next = await ts.read({ count: 1n, offset: newest!.offset });
+    expect(next.log.map((l) => l.requestId)).toEqual([rid("old")]);
+    expect(next.log[0]!.offset!.requestId).not.toEqual(forged.requestId);
   });
 
   it("stores nothing of a batch in which one record is invalid", async () => {
     const err = await callError(
       write(minimalLog({ requestId: rid("ok-1") }), minimalLog({ requestId: rid("bad"), method: "" })),
     );
-    expect(err.code).toBe(status.INVALID_ARGUMENT);
+    expect(err.code).toBe(Code.INVALID_ARGUMENT);
     expect(err.details).toBe("log[1].method is empty");
     expect(count("requests")).toBe(0);
   });

@@ -1,7 +1,5 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import Database from "better-sqlite3";
-import { packageRoot } from "../../package-root.js";
+import { migrations } from "./migrations/index.js";
 
 export type SyncMode = "full" | "normal";
 
@@ -15,24 +13,10 @@ export interface DatabaseOptions {
   sync?: SyncMode;
 }
 
-const migrationsDir = join(packageRoot(), "src", "store", "sqlite", "migrations");
-
-/** The ordered migrations: files named NNN-name.sql, applied by number. */
-function migrations(): { version: number; name: string; sql: string }[] {
-  return readdirSync(migrationsDir)
-    .filter((f) => /^\d+-.*\.sql$/.test(f))
-    .map((name) => ({
-      version: Number.parseInt(name, 10),
-      name,
-      sql: readFileSync(join(migrationsDir, name), "utf8"),
-    }))
-    .sort((a, b) => a.version - b.version);
-}
-
 /** Applies the migrations newer than the database's user_version, each in its own transaction. */
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
-  for (const m of migrations()) {
+  for (const m of migrations) {
     if (m.version <= current) continue;
     db.transaction(() => {
       db.exec(m.sql);

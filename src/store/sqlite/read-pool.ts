@@ -1,93 +1,73 @@
 import { join } from "node:path";
-import { Worker } from "node:worker_threads";
 import { fromBinary } from "@bufbuild/protobuf";
 import { SqliteError } from "better-sqlite3";
+import { Piscina } from "piscina";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import { packageRoot } from "../../package-root.js";
-import { type LogErrorCode, ReqlogError } from "../../reqlog-error.js";
-import type { Cursor } from "../../query/offset-codec.js";
 import type { ReadPlan } from "../../query/read-plan.js";
+import { ReqlogError } from "../../reqlog-error.js";
 import type { ReadResult } from "../store.js";
-import { portablePlan } from "./portable-plan.js";
-
-interface WorkerReply {
-  id: number;
-  records?: { bytes: Uint8Array; cursor: Cursor }[];
-  next?: Cursor;
-  lastSortTime?: bigint;
-  error?: { message: string; code?: string };
-  /** The plan was refused (a ReqlogError in the worker). */
-  refused?: { code: number; reason: LogErrorCode; message: string };
-}
-
-interface Slot {
-  worker: Worker;
-  busy: number;
-}
+import type { ReadTask, ReadTaskResult } from "./read-worker.js";
 
 /** The compiled worker: tests run the TypeScript sources, but threads need JS (npm test builds first). */
 const workerScript = join(packageRoot(), "dist", "src", "store", "sqlite", "read-worker.js");
 
 export interface ReadPool {
-  read(plan: ReadPlan): Promise<ReadResult>;
+  /** Runs a Read on a worker; a cancelled call's scan stops at its next budget check. */
+  read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
+  /** The worker threads (for tests that stop one). */
+  readonly threads: readonly import("node:worker_threads").Worker[];
   close(): Promise<void>;
 }
 
 /**
- * Worker threads that run Reads on their own connections to the database
- * file. Each Read goes to the least busy worker; its result comes back as
+ * Worker threads (a piscina pool) that run Reads on their own connections
+ * to the database file. A worker that dies fails its Read with UNAVAILABLE
+ * and piscina starts another in its place. A Read's result comes back as
  * serialized records and is decoded here.
  */
 export function createReadPool(path: string, size: number): ReadPool {
-  const pending = new Map<number, { resolve: (r: ReadResult) => void; reject: (e: unknown) => void; slot: Slot }>();
-  let nextId = 0;
-  const slots: Slot[] = Array.from({ length: size }, () => {
-    const slot: Slot = { worker: new Worker(workerScript, { workerData: { path } }), busy: 0 };
-    slot.worker.on("message", (reply: WorkerReply) => {
-      const call = pending.get(reply.id);
-      if (!call) return;
-      pending.delete(reply.id);
-      slot.busy--;
-      if (reply.refused) {
-        call.reject(new ReqlogError(reply.refused.code, reply.refused.reason, reply.refused.message));
-        return;
-      }
-      if (reply.error) {
-        // Rebuild a SqliteError so the store maps it as it maps its own.
-        call.reject(
-          reply.error.code ? new SqliteError(reply.error.message, reply.error.code) : new Error(reply.error.message),
-        );
-        return;
-      }
-      call.resolve({
-        records: reply.records!.map((r) => ({ log: fromBinary(RequestLogSchema, r.bytes), cursor: r.cursor })),
-        next: reply.next,
-        lastSortTime: reply.lastSortTime,
-      });
-    });
-    slot.worker.on("error", (err) => {
-      for (const [id, call] of pending) {
-        if (call.slot === slot) {
-          pending.delete(id);
-          call.reject(err);
-        }
-      }
-    });
-    return slot;
+  const pool = new Piscina<ReadTask, ReadTaskResult>({
+    filename: workerScript,
+    workerData: { path },
+    minThreads: size,
+    maxThreads: size,
+    // Each worker holds a connection and compiled statements: keep them.
+    idleTimeout: Number.POSITIVE_INFINITY,
+    // A Read runs to its budget on one thread; one at a time per thread.
+    concurrentTasksPerWorker: 1,
   });
 
   return {
-    read(plan) {
-      const slot = slots.reduce((a, b) => (b.busy < a.busy ? b : a));
-      const id = nextId++;
-      slot.busy++;
-      return new Promise<ReadResult>((resolve, reject) => {
-        pending.set(id, { resolve, reject, slot });
-        slot.worker.postMessage({ id, plan: portablePlan(plan) });
-      });
+    async read(plan, signal) {
+      const cancel = new Int32Array(new SharedArrayBuffer(4));
+      const onAbort = () => Atomics.store(cancel, 0, 1);
+      signal.addEventListener("abort", onAbort, { once: true });
+      let reply: ReadTaskResult;
+      try {
+        reply = await pool.run({ plan, cancel });
+      } catch (err) {
+        throw ReqlogError.unavailable("a read worker stopped while it ran this Read; retry", err);
+      } finally {
+        signal.removeEventListener("abort", onAbort);
+      }
+      if ("refused" in reply) throw new ReqlogError(reply.refused.code as ReqlogError["code"], reply.refused.reason, reply.refused.message);
+      // Rebuilt as a SqliteError so the store maps it as it maps its own.
+      if ("error" in reply) {
+        throw reply.error.code ? new SqliteError(reply.error.message, reply.error.code) : new Error(reply.error.message);
+      }
+      if (reply.cancelled || signal.aborted) throw ReqlogError.cancelled();
+      return {
+        records: reply.records.map((r) => ({ log: fromBinary(RequestLogSchema, r.bytes), cursor: r.cursor })),
+        next: reply.next,
+        lastSortTime: reply.lastSortTime,
+      };
+    },
+    get threads() {
+      return pool.threads;
     },
     async close() {
-      await Promise.all(slots.map((s) => s.worker.terminate()));
+      await pool.destroy();
     },
   };
 }

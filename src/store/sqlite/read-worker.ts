@@ -1,15 +1,34 @@
 /**
- * A read worker: a thread with its own connection to the database file that
- * runs Read plans, so a long scan never holds the event loop (and with it
- * the writers) back. WAL lets it read while the main thread writes.
+ * A read worker (run by the piscina pool in read-pool.ts): a thread with its
+ * own connection to the database file that runs Read plans, so a long scan
+ * never holds the event loop (and with it the writers) back. WAL lets it read
+ * while the main thread writes. It never throws: a refusal or a storage
+ * failure comes back as a value, so that a rejected task means only one
+ * thing to the pool: the thread died.
  */
-import { parentPort, workerData } from "node:worker_threads";
 import { toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
+import { workerData } from "node:worker_threads";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
+import type { ReadPlan } from "../../query/read-plan.js";
 import { ReqlogError } from "../../reqlog-error.js";
-import { revivePlan, type PortablePlan } from "./portable-plan.js";
 import { createSqliteReader } from "./sqlite-reader.js";
+
+export interface ReadTask {
+  plan: ReadPlan;
+  /** Set to 1 by the main thread when the call is cancelled. */
+  cancel: Int32Array;
+}
+
+export type ReadTaskResult =
+  | {
+      records: { bytes: Uint8Array; cursor: Uint8Array }[];
+      next?: Uint8Array;
+      lastSortTime?: bigint;
+      cancelled?: boolean;
+    }
+  | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
+  | { error: { message: string; code?: string } };
 
 const { path } = workerData as { path: string };
 const db = new Database(path, { fileMustExist: true });
@@ -17,21 +36,18 @@ db.pragma("busy_timeout = 5000");
 db.pragma("query_only = ON");
 const reader = createSqliteReader(db);
 
-parentPort!.on("message", ({ id, plan }: { id: number; plan: PortablePlan }) => {
+export default function read({ plan, cancel }: ReadTask): ReadTaskResult {
   try {
-    const result = reader.read(revivePlan(plan));
-    parentPort!.postMessage({
-      id,
+    const result = reader.read(plan, cancel);
+    return {
       records: result.records.map((r) => ({ bytes: toBinary(RequestLogSchema, r.log), cursor: r.cursor })),
       next: result.next,
       lastSortTime: result.lastSortTime,
-    });
+      cancelled: result.cancelled,
+    };
   } catch (err) {
-    if (err instanceof ReqlogError) {
-      parentPort!.postMessage({ id, refused: { code: err.code, reason: err.reason, message: err.message } });
-      return;
-    }
+    if (err instanceof ReqlogError) return { refused: { code: err.code, reason: err.reason, message: err.message } };
     const e = err as { message?: string; code?: string };
-    parentPort!.postMessage({ id, error: { message: e.message ?? String(err), code: e.code } });
+    return { error: { message: e.message ?? String(err), code: e.code } };
   }
-});
+}

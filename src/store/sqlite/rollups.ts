@@ -18,6 +18,34 @@ export interface UsageShare {
   lines: number;
 }
 
+/** The columns that decide a row's share of the usage rollups (read with safeIntegers). */
+export interface RowUsage {
+  app_key: bigint;
+  version_key: bigint;
+  sort_time: bigint;
+  has_record: bigint;
+  record_bytes: bigint;
+  line_count: bigint;
+  line_bytes: bigint;
+}
+
+/** A stored row as a write or retention reads it (the columns of sql.ts rowUsageColumns). */
+export interface StoredRow extends RowUsage {
+  id: bigint;
+  finished: bigint;
+}
+
+export function shareOf(row: RowUsage): UsageShare {
+  return {
+    appKey: Number(row.app_key),
+    versionKey: Number(row.version_key),
+    hour: hourOf(row.sort_time),
+    requests: Number(row.has_record),
+    bytes: Number(row.record_bytes + row.line_bytes),
+    lines: Number(row.line_count),
+  };
+}
+
 /**
  * Keeps usage_hourly equal to a recount of the rows: every change to a row
  * takes its old share out and puts its new share in. The deltas of one write
@@ -64,3 +92,5 @@ export function createRollups(db: Database.Database) {
     },
   };
 }
+
+export type Rollups = ReturnType<typeof createRollups>;

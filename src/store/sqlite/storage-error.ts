@@ -28,3 +28,23 @@ export function storageError(err: unknown): ReqlogError {
   }
   return ReqlogError.from(err);
 }
+
+/** CANCELLED when the call's signal has aborted: work for a caller that is gone is not begun. */
+export function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw ReqlogError.cancelled();
+}
+
+/**
+ * Runs storage work for a call: not begun once the call is cancelled (no
+ * signal: work of no call, e.g. the token CLI's), and
+ * whatever it throws (at once or later) mapped by storageError. Every
+ * public method of the SQLite backend goes through here.
+ */
+export async function guarded<T>(signal: AbortSignal | undefined, work: () => T | Promise<T>): Promise<T> {
+  throwIfCancelled(signal);
+  try {
+    return await work();
+  } catch (err) {
+    throw storageError(err);
+  }
+}

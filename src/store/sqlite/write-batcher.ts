@@ -1,7 +1,10 @@
 import type Database from "better-sqlite3";
+import { ReqlogError } from "../../reqlog-error.js";
 
 interface PendingWrite {
   run: () => unknown;
+  /** A write whose caller is gone before its group starts is not run. */
+  signal: AbortSignal;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -10,8 +13,8 @@ interface PendingWrite {
 const maxGroup = 512;
 
 export interface WriteBatcher {
-  /** Runs `fn` inside a transaction; resolves once that transaction has committed. */
-  run<T>(fn: () => T): Promise<T>;
+  /** Runs `fn` inside a transaction (unless `signal` aborts first); resolves once that transaction has committed. */
+  run<T>(fn: () => T, signal: AbortSignal): Promise<T>;
   /** Commits everything queued now (used before closing). */
   drain(): void;
 }
@@ -40,6 +43,7 @@ export function createWriteBatcher(
       // Some errors (a full disk among them) make SQLite roll back the whole
       // transaction: the writes after it must not run outside one.
       if (aborted !== undefined) return { ok: false as const, err: aborted };
+      if (w.signal.aborted) return { ok: false as const, err: ReqlogError.cancelled() };
       try {
         // A nested better-sqlite3 transaction is a SAVEPOINT.
         return { ok: true as const, value: db.transaction(w.run)() };
@@ -75,9 +79,9 @@ export function createWriteBatcher(
   }
 
   return {
-    run<T>(fn: () => T): Promise<T> {
+    run<T>(fn: () => T, signal: AbortSignal): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ run: fn, resolve: resolve as (value: unknown) => void, reject });
+        queue.push({ run: fn, signal, resolve: resolve as (value: unknown) => void, reject });
         if (!scheduled) {
           scheduled = true;
           setImmediate(drain);

@@ -1,3 +1,5 @@
+/** Migration 003-tokens: applied in order by open-database.ts (embedded in the build, so dist/ runs alone). */
+export default /* sql */ `
 -- Access tokens, written rql_<key id>_<secret>. Only a hash of each token is
 -- kept (the token itself is shown once, when it is created); a call's token
 -- is found by its public key id, then its hash compared in constant time.
@@ -11,3 +13,4 @@ CREATE TABLE tokens (
   created INTEGER NOT NULL,          -- µs
   revoked INTEGER                    -- µs, NULL while valid
 );
+`;

@@ -1,3 +1,5 @@
+/** Migration 002-meta: applied in order by open-database.ts (embedded in the build, so dist/ runs alone). */
+export default /* sql */ `
 -- Settings that belong to the database: the key that authenticates read
 -- offsets, and the last change sequence number given out.
 CREATE TABLE meta (
@@ -17,3 +19,4 @@ CREATE TABLE seq_marks (
   time INTEGER PRIMARY KEY,          -- µs
   seq INTEGER NOT NULL
 );
+`;

@@ -1,3 +1,5 @@
+/** Migration 001-init: applied in order by open-database.ts (embedded in the build, so dist/ runs alone). */
+export default /* sql */ `
 -- Apps and their (module, version) pairs are interned: every request row
 -- carries two small integers instead of three strings.
 --
@@ -19,7 +21,7 @@ CREATE TABLE versions (
 );
 
 -- One row per (app, request_id). Optional RequestLog fields are NULL when the
--- writer left them unset, so they read back unset. `combined` is NULL when it
+-- writer left them unset, so they read back unset. \`combined\` is NULL when it
 -- equals the line derived from the other fields (re-derived on read).
 CREATE TABLE requests (
   id INTEGER PRIMARY KEY,            -- stable unique key: the paging tie-break
@@ -72,7 +74,7 @@ CREATE TABLE requests (
 );
 
 CREATE UNIQUE INDEX requests_by_request_id ON requests (app_key, request_id);
--- Newest first by sort time, `id` as the tie-break: the Read path's keyset order.
+-- Newest first by sort time, \`id\` as the tie-break: the Read path's keyset order.
 CREATE INDEX requests_by_time ON requests (app_key, sort_time, id);
 -- Records changed since a sequence number: Tail, and paging from a snapshot.
 CREATE INDEX requests_by_seq ON requests (app_key, seq);
@@ -124,3 +126,4 @@ CREATE TABLE statuses (
   time INTEGER NOT NULL,
   PRIMARY KEY (app_id, module_id, version_id, instance_id)
 ) WITHOUT ROWID;
+`;

@@ -1,0 +1,169 @@
+import {
+  Metadata,
+  type ServerDuplexStream,
+  type sendUnaryData,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type UntypedHandleCall,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import { type CallMetadata, type OpenCall, openCall } from "../service/call-context.js";
+import {
+  type LogServiceCore,
+  type LogServiceHandlers,
+  LogService,
+  type MethodName,
+  methodAccess,
+} from "../service/log-service.js";
+import type { Decoded } from "./service-definition.js";
+import { failure } from "./status-metadata.js";
+
+/** The parts of a grpc-js call every kind of call has. */
+interface AnyCall {
+  readonly cancelled: boolean;
+  readonly metadata: Metadata;
+  once(event: "cancelled", listener: () => void): unknown;
+}
+
+function callMetadata(metadata: Metadata): CallMetadata {
+  return { get: (key) => metadata.get(key) as (string | Uint8Array)[] };
+}
+
+/** Aborted when grpc-js reports the call cancelled (by the client, its deadline, or a forced shutdown). */
+function cancellation(call: AnyCall): AbortSignal {
+  const controller = new AbortController();
+  if (call.cancelled) controller.abort();
+  else call.once("cancelled", () => controller.abort());
+  return controller.signal;
+}
+
+function decoded<T>(message: Decoded<T>): T {
+  if (!message.ok) throw message.error;
+  return message.message;
+}
+
+/**
+ * Writes one message and resolves once grpc-js has handed it to HTTP/2 (its
+ * flow control holds the callback back while the client does not read), or
+ * when the call ends: the stream's next message is produced only then.
+ */
+function send(call: ServerWritableStream<unknown, unknown>, message: unknown, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const ended = () => resolve();
+    signal.addEventListener("abort", ended, { once: true });
+    call.write(message, (err?: Error | null) => {
+      signal.removeEventListener("abort", ended);
+      if (err) reject(err);
+      else resolve();
+    });
+  });
+}
+
+/**
+ * Pulls a handler's replies one at a time and writes each under flow control;
+ * the handler is authorized before its first reply goes out. When the call
+ * ends early the iterator is returned, so the handler's `finally` runs.
+ */
+async function pump(replies: AsyncIterable<unknown>, open: OpenCall, call: ServerWritableStream<unknown, unknown>) {
+  const { signal } = open.context;
+  const iterator = replies[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done || signal.aborted) return;
+      open.assertAuthorized();
+      await send(call, next.value, signal);
+      if (signal.aborted) return;
+    }
+  } finally {
+    await iterator.return?.();
+  }
+}
+
+/**
+ * How a stream's outcome reaches the client: a normal end, or the error's
+ * status with its ErrorInfo (mid-stream too). A cancelled call is over
+ * already: nothing more is written to its reset HTTP/2 stream.
+ */
+function finishStream(call: ServerWritableStream<unknown, unknown>, work: Promise<void>, method: string, logger: Logger) {
+  work.then(
+    () => {
+      if (!call.cancelled && !call.writableEnded) call.end();
+    },
+    (err: unknown) => {
+      if (!call.cancelled) call.emit("error", failure(err, method, logger));
+    },
+  );
+}
+
+/** Decoded requests of a client stream, as an AsyncIterable; a request that did not decode fails the stream. */
+async function* requestsOf<T>(call: ServerDuplexStream<Decoded<T>, unknown>): AsyncIterable<T> {
+  for await (const message of call as AsyncIterable<Decoded<T>>) yield decoded(message);
+}
+
+/**
+ * The grpc-js implementation of the LogService: for every method, the call
+ * is authenticated once (openCall), its handler run with a transport-free
+ * context, and every failure, unary or mid-stream, becomes a status with
+ * ErrorInfo through `failure` (which also logs it).
+ */
+export function grpcImplementation(core: LogServiceCore, logger: Logger): UntypedServiceImplementation {
+  const implementation: UntypedServiceImplementation = {};
+  for (const method of LogService.methods) {
+    const name = method.localName as MethodName;
+    const access = methodAccess[name];
+    const open = (call: AnyCall, signal: AbortSignal, onReady?: () => void) =>
+      openCall(core.auth, access, callMetadata(call.metadata), signal, onReady);
+    let handle: UntypedHandleCall;
+    switch (method.methodKind) {
+      case "unary": {
+        const handler = core.handlers[name] as LogServiceHandlers["read"] as (req: unknown, ctx: never) => Promise<unknown>;
+        handle = (call: ServerUnaryCall<Decoded<unknown>, unknown>, callback: sendUnaryData<unknown>) => {
+          const signal = cancellation(call);
+          (async () => {
+            const opened = await open(call, signal);
+            const reply = await handler(decoded(call.request), opened.context as never);
+            opened.assertAuthorized();
+            return reply;
+          })().then(
+            (reply) => callback(null, reply),
+            (err: unknown) => callback(failure(err, method.name, logger)),
+          );
+        };
+        break;
+      }
+      case "server_streaming": {
+        const handler = core.handlers[name] as unknown as (req: unknown, ctx: unknown) => AsyncIterable<unknown>;
+        handle = (call: ServerWritableStream<Decoded<unknown>, unknown>) => {
+          const signal = cancellation(call);
+          const stream = call as ServerWritableStream<unknown, unknown>;
+          const work = (async () => {
+            // Response headers go out when the handler is in place (a Tail subscribed).
+            const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
+            await pump(handler(decoded(call.request), opened.context), opened, stream);
+          })();
+          finishStream(stream, work, method.name, logger);
+        };
+        break;
+      }
+      case "bidi_streaming": {
+        const handler = core.handlers[name] as unknown as (req: AsyncIterable<unknown>, ctx: unknown) => AsyncIterable<unknown>;
+        handle = (call: ServerDuplexStream<Decoded<unknown>, unknown>) => {
+          const signal = cancellation(call);
+          const stream = call as unknown as ServerWritableStream<unknown, unknown>;
+          const work = (async () => {
+            const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
+            await pump(handler(requestsOf(call), opened.context), opened, stream);
+          })();
+          finishStream(stream, work, method.name, logger);
+        };
+        break;
+      }
+      default:
+        throw new Error(`LogService.${method.name}: ${method.methodKind} methods are not served`);
+    }
+    implementation[method.localName] = handle;
+  }
+  return implementation;
+}

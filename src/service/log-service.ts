@@ -1,0 +1,83 @@
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { Access, Authorizer } from "../auth/authorizer.js";
+import type { Limits } from "../limits.js";
+import type { StatusStore, Store } from "../store/store.js";
+import type { BidiStreamHandler, ServerStreamHandler, UnaryHandler } from "./call-context.js";
+import { createFlushHandler } from "./flush.js";
+import { createIngestHandler } from "./ingest.js";
+import { createListStatusHandler } from "./list-status.js";
+import { createReadHandler } from "./read.js";
+import { createSetStatusHandler } from "./set-status.js";
+import { createTailService } from "./tail.js";
+import { createUsageHandler } from "./usage.js";
+import { createWriteHandler } from "./write.js";
+
+type Methods = (typeof LogService)["method"];
+type In<M extends { input: DescMessage }> = MessageShape<M["input"]>;
+type Out<M extends { output: DescMessage }> = MessageShape<M["output"]>;
+
+/**
+ * The handler of every LogService method, typed from the generated service:
+ * whatever the transport (grpc-js, Connect over HTTP), a call is served by
+ * one of these.
+ */
+export type LogServiceHandlers = {
+  [K in keyof Methods]: Methods[K]["methodKind"] extends "unary"
+    ? UnaryHandler<In<Methods[K]>, Out<Methods[K]>>
+    : Methods[K]["methodKind"] extends "server_streaming"
+      ? ServerStreamHandler<In<Methods[K]>, Out<Methods[K]>>
+      : BidiStreamHandler<In<Methods[K]>, Out<Methods[K]>>;
+};
+
+export type MethodName = keyof LogServiceHandlers;
+
+/** The access each method needs (SPEC §7): writes need write:logs, reads read:logs. */
+export const methodAccess: Record<MethodName, Access> = {
+  flush: "write",
+  setStatus: "write",
+  write: "write",
+  ingest: "write",
+  read: "read",
+  usage: "read",
+  listStatus: "read",
+  tail: "read",
+};
+
+/** What the handlers are built from. */
+export interface ServiceDeps {
+  store: Store;
+  statuses: StatusStore;
+  limits: Limits;
+  auth: Authorizer;
+}
+
+/** The LogService, free of any transport: what a transport's edge serves. */
+export interface LogServiceCore {
+  handlers: LogServiceHandlers;
+  auth: Authorizer;
+  limits: Limits;
+  /** Ends every open Tail (server shutdown); open ones are counted for stats. */
+  tails: { endAll(): void; open(): number };
+}
+
+export function createLogService(deps: ServiceDeps): LogServiceCore {
+  const tails = createTailService(deps);
+  return {
+    handlers: {
+      flush: createFlushHandler(deps),
+      setStatus: createSetStatusHandler(deps),
+      read: createReadHandler(deps),
+      usage: createUsageHandler(deps),
+      write: createWriteHandler(deps),
+      listStatus: createListStatusHandler(deps),
+      tail: tails.follow,
+      ingest: createIngestHandler(deps),
+    },
+    auth: deps.auth,
+    limits: deps.limits,
+    tails: { endAll: tails.endAll, open: tails.open },
+  };
+}
+
+export { LogService };

@@ -1,0 +1,60 @@
+import type Database from "better-sqlite3";
+import type { Clock } from "../../clock.js";
+import type { Maintenance } from "../store.js";
+import type { ChangeLog } from "./change-log.js";
+import { type Rollups, type StoredRow, shareOf } from "./rollups.js";
+import { rowUsageColumns } from "./sql.js";
+import type { RunChange } from "./sqlite-store.js";
+import { guarded } from "./storage-error.js";
+
+/** Free pages handed back to the file system per compaction. */
+const vacuumPages = 2048;
+
+/**
+ * Retention and compaction on SQLite: old requests deleted oldest first
+ * with their lines and paging history (the rollups follow), paging history
+ * pruned, and freed pages returned by incremental vacuum.
+ */
+export function createSqliteMaintenance(
+  db: Database.Database,
+  now: Clock,
+  change: RunChange,
+  changes: ChangeLog,
+  rollups: Rollups,
+): Maintenance {
+  const stmt = {
+    apps: db.prepare("SELECT id FROM apps").pluck(),
+    expiring: db
+      .prepare(`
+        SELECT ${rowUsageColumns}
+        FROM requests INDEXED BY requests_by_time
+        WHERE app_key = ? AND sort_time < ? ORDER BY sort_time LIMIT ?`)
+      .safeIntegers(true),
+    deleteLines: db.prepare("DELETE FROM lines WHERE request_key = ?"),
+    deleteRequest: db.prepare("DELETE FROM requests WHERE id = ?"),
+  };
+
+  return {
+    expire(cutoff, limit, signal) {
+      return change(() => {
+        let deleted = 0;
+        for (const app of stmt.apps.all() as number[]) {
+          for (const row of stmt.expiring.all(app, cutoff, limit - deleted) as StoredRow[]) {
+            stmt.deleteLines.run(row.id);
+            changes.forgetRow(row.id);
+            stmt.deleteRequest.run(row.id);
+            rollups.move(shareOf(row), undefined);
+            deleted++;
+          }
+          if (deleted >= limit) break;
+        }
+        return deleted;
+      }, signal);
+    },
+
+    async compact(historyCutoff, signal) {
+      await change(() => changes.prune(now(), historyCutoff), signal);
+      await guarded(signal, () => db.pragma(`incremental_vacuum(${vacuumPages})`));
+    },
+  };
+}

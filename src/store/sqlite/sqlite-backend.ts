@@ -1,0 +1,96 @@
+import type Database from "better-sqlite3";
+import { type Clock, systemClock } from "../../clock.js";
+import type { Backend } from "../store.js";
+import { createChangeLog } from "./change-log.js";
+import { createKeys } from "./keys.js";
+import { openDatabase, type SyncMode } from "./open-database.js";
+import { createReadPool, type ReadPool } from "./read-pool.js";
+import { createRequestWriter } from "./request-writer.js";
+import { createSqliteMaintenance } from "./retention.js";
+import { createRollups } from "./rollups.js";
+import { createSqliteReader } from "./sqlite-reader.js";
+import { createSqliteStatuses } from "./sqlite-statuses.js";
+import { createSqliteStore, type RunChange } from "./sqlite-store.js";
+import { createSqliteTokens } from "./sqlite-tokens.js";
+import { guarded } from "./storage-error.js";
+import { createWriteBatcher } from "./write-batcher.js";
+
+export interface SqliteBackendOptions {
+  /** The database file (created and migrated if needed), or ":memory:" (no read workers then). */
+  path: string;
+  /** full (default): acknowledged writes survive power loss; normal: a crash of the process. */
+  sync?: SyncMode;
+  /** Worker threads that run Reads on connections of their own (default 2; 0: on the calling thread). */
+  readWorkers?: number;
+  /** The clock (µs); the system clock by default. */
+  now?: Clock;
+}
+
+/** The SQLite backend, with its raw handle for the CLI and for tests that look at rows. */
+export interface SqliteBackend extends Backend {
+  readonly db: Database.Database;
+  /** The read workers, when there are any. */
+  readonly readPool: ReadPool | undefined;
+}
+
+export const defaultReadWorkers = 2;
+
+/**
+ * Opens (creating and migrating) a SQLite database as a reqlog backend: one
+ * connection for writes (the group commit) and small reads, and a pool of
+ * read workers with connections of their own for Reads.
+ */
+export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend {
+  const db = openDatabase({ path: options.path, sync: options.sync });
+  const now = options.now ?? systemClock;
+  const listeners = new Set<() => void>();
+  const keys = createKeys(db);
+  const batcher = createWriteBatcher(
+    db,
+    () => {
+      for (const listener of listeners) listener();
+    },
+    keys.forget,
+  );
+  const changeLog = createChangeLog(db);
+  const rollups = createRollups(db);
+  const change: RunChange = (work, signal) =>
+    guarded(signal, () =>
+      batcher.run(() => {
+        try {
+          const result = work();
+          rollups.flush();
+          changeLog.save();
+          return result;
+        } catch (err) {
+          rollups.discard();
+          keys.forget();
+          throw err;
+        }
+      }, signal),
+    );
+  const workers = options.readWorkers ?? defaultReadWorkers;
+  const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers) : undefined;
+
+  return {
+    db,
+    readPool,
+    store: createSqliteStore({
+      db,
+      now,
+      change,
+      writer: createRequestWriter(db, keys, changeLog, rollups),
+      reader: createSqliteReader(db),
+      pool: readPool,
+      listeners,
+    }),
+    statuses: createSqliteStatuses(db, batcher, now),
+    tokens: createSqliteTokens(db, now),
+    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups),
+    async close() {
+      batcher.drain();
+      await readPool?.close();
+      db.close();
+    },
+  };
+}
