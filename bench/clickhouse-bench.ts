@@ -9,22 +9,18 @@
  * bench's client work shares no thread with either server.
  */
 import { statSync } from "node:fs";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import type { ClickHouseClient } from "@clickhouse/client";
 import Database from "better-sqlite3";
 import {
-  LogReadRequestSchema,
-  type LogReadResponse,
-  LogService,
+  type LogReadRequestSchema,
   LogUsageRequestSchema,
-  type LogUsageResponse,
   type RequestLog,
   RequestLogSchema,
   type WriteRequest,
-  type WriteResponse,
   WriteRequestSchema,
 } from "../gen/reqlog/v1/log_service_pb.js";
-import { type CliClient, createCliClient } from "../src/cli/client.js";
+import { createLogServiceClient, type LogServiceClient } from "../src/client/log-service-client.js";
 import { formatCombined } from "../src/format/combined-line.js";
 import { type ClickHouse, startClickHouse } from "./harness/clickhouse.js";
 import { type ChildServer, startChildServer } from "./harness/child-server.js";
@@ -151,11 +147,11 @@ async function clickhouseSettled(ch: ClickHouseClient): Promise<void> {
   }
 }
 
-function reqlogTarget(client: CliClient): WriteTarget<WriteRequest> {
+function reqlogTarget(client: LogServiceClient): WriteTarget<WriteRequest> {
   return {
     prepare: (batch) => create(WriteRequestSchema, { log: batch }),
     async write(request) {
-      const r = await client.unary<WriteResponse>("write", request);
+      const r = await client.write(request);
       if (r.records !== request.log.length) throw new Error(`reqlog stored ${r.records} of ${request.log.length} records`);
     },
   };
@@ -180,19 +176,23 @@ const recordColumns =
   "app_id, module_id, version_id, request_id, ip, nickname, start_time, end_time, latency, mcycles, method, resource, " +
   "http_version, status, response_size, referrer, user_agent, combined, host, replica_index, finished";
 
-async function serveReqlog(name: string): Promise<ChildServer & { dbPath: string }> {
+/** `reqlog serve` in a child process, on a fresh database file, with a client of it. */
+type ReqlogChild = ChildServer & { dbPath: string; client: LogServiceClient };
+
+async function serveReqlog(name: string): Promise<ReqlogChild> {
   const dbPath = benchDbPath(name);
   const server = await startChildServer([
     "--db", dbPath, "--listen", "127.0.0.1:0", "--log-level", "info", "--sync", "normal",
     "--read-scan-rows", "100000000", "--read-scan-ms", "600000",
   ]);
   process.once("exit", () => server.process.kill("SIGKILL"));
-  return { ...server, dbPath };
+  return { ...server, dbPath, client: createLogServiceClient({ server: server.address }) };
 }
 
-async function stopReqlog(server: ChildServer): Promise<void> {
-  server.process.kill("SIGTERM");
-  await server.exited;
+/** Closes the client, then stops `reqlog serve` gracefully. */
+async function stopReqlog(server: ReqlogChild): Promise<void> {
+  server.client.close();
+  await server.stop();
 }
 
 interface Figure {
@@ -222,7 +222,7 @@ async function main() {
   const figures: Figure[] = [];
   const dbName = "main";
   const server = await serveReqlog(dbName);
-  const client = createCliClient(LogService, server.address);
+  const client = server.client;
   if (ch) await ch.client.command({ query: clickhouseTable("requests") });
 
   // Write: the same records, the same batches and calls in flight.
@@ -235,7 +235,7 @@ async function main() {
     const label = `Write, ${batchSize} records per call, ${concurrency} calls in flight (${total.toLocaleString()} records)`;
     // The main data set (seed 42) is what the reads below ask about; the small-batch run goes elsewhere.
     const side = seed === 42 ? undefined : await serveReqlog(`batches-of-${batchSize}`);
-    const targets: WriteTarget<unknown>[] = [reqlogTarget(side ? createCliClient(LogService, side.address) : client) as WriteTarget<unknown>];
+    const targets: WriteTarget<unknown>[] = [reqlogTarget((side ?? server).client) as WriteTarget<unknown>];
     if (ch) {
       const table = seed === 42 ? "requests" : `requests_batches_of_${batchSize}`;
       if (seed !== 42) await ch.client.command({ query: clickhouseTable(table) });
@@ -254,8 +254,7 @@ async function main() {
   }
 
   // Reads of the main data set: the newest day of app "forge".
-  const read = (init: Parameters<typeof create<typeof LogReadRequestSchema>>[1]) =>
-    client.unary<LogReadResponse>("read", create(LogReadRequestSchema, { appId: "forge", ...init }));
+  const read = (init: MessageInitShape<typeof LogReadRequestSchema>) => client.read({ appId: "forge", ...init });
   const newest = (await read({ count: 1n })).log[0]!.endTime;
   const from = n >= 1_000_000 ? newest - day : benchStart;
   const window = { startTime: from, endTime: newest + 1n, count: 100n };
@@ -321,7 +320,7 @@ async function main() {
   const usage = create(LogUsageRequestSchema, { appId: "forge", startTime: startS, endTime: endS });
   let oursBuckets = 0;
   const usageOurs = await timedRuns(50, async () => {
-    oursBuckets = (await client.unary<LogUsageResponse>("usage", usage)).usage.length;
+    oursBuckets = (await client.usage(usage)).usage.length;
   });
   let usagePeer: number | undefined;
   if (ch) {
@@ -336,7 +335,6 @@ async function main() {
   figures.push({ label: "Usage, hourly per version over the span", ours: usageOurs, peer: usagePeer, unit: "ms", goal: "≤ 5 ms, flat in size" });
 
   // Disk: reqlog's file after a checkpoint; ClickHouse's table folder after its merges.
-  client.close();
   await stopReqlog(server);
   const dbPath = server.dbPath;
   const db = new Database(dbPath);

@@ -4,19 +4,15 @@
  * reqlog runs as `reqlog serve` in a child process; the raw inserts run here.
  *   npm run bench:ingest -- [lines]      (default 2,000,000)
  */
-import { once } from "node:events";
 import { create } from "@bufbuild/protobuf";
-import { type ClientDuplexStream, credentials, makeGenericClientConstructor, Metadata } from "@grpc/grpc-js";
 import Database from "better-sqlite3";
 import {
-  type IngestAck,
   type IngestRequest,
   IngestRequestSchema,
-  LogService,
   RequestLinesSchema,
   UserAppLogLineSchema,
 } from "../gen/reqlog/v1/log_service_pb.js";
-import { clientDefinition } from "../src/grpc/service-definition.js";
+import { createLogServiceClient } from "../src/client/log-service-client.js";
 import { createRandom } from "./forge-traffic.js";
 import { startChildServer } from "./harness/child-server.js";
 import { benchDbPath, benchStart, median } from "./load.js";
@@ -41,8 +37,7 @@ async function viaIngest(): Promise<number> {
   // The server runs as `reqlog serve` in a process of its own, as it would in
   // production: the client's encoding here shares no thread with it.
   const server = await startChildServer(["--db", benchDbPath("ingest"), "--listen", "127.0.0.1:0", "--sync", "full"]);
-  const Ctor = makeGenericClientConstructor(clientDefinition(LogService), LogService.typeName);
-  const client = new Ctor(server.address, credentials.createInsecure()) as unknown as Record<string, (md: Metadata) => ClientDuplexStream<unknown, IngestAck>>;
+  const client = createLogServiceClient({ server: server.address });
   // The batches are built before the clock starts, as an app server's buffer
   // would hold them: what is timed is sending, storing and acknowledging.
   const batches: IngestRequest[] = [];
@@ -65,25 +60,17 @@ async function viaIngest(): Promise<number> {
   }
   if (batch.lines.length > 0) batches.push(batch);
 
-  const started = performance.now();
-  const stream = client.ingest!(new Metadata());
-  let acked = 0;
-  const done = new Promise<void>((resolve, reject) => {
-    stream.on("data", (ack: IngestAck) => {
-      acked += ack.lines;
-    });
-    stream.on("end", resolve);
-    stream.on("error", reject);
-  });
-  for (const b of batches) {
-    if (!stream.write(b)) await once(stream, "drain");
+  // The stream pulls the next batch as HTTP/2 flow control lets it send.
+  async function* send() {
+    yield* batches;
   }
-  stream.end();
-  await done;
+  const started = performance.now();
+  let acked = 0;
+  for await (const ack of client.ingest(send())) acked += ack.lines;
   const seconds = (performance.now() - started) / 1000;
   if (acked !== total) throw new Error(`acknowledged ${acked} lines of ${total}`);
-  server.process.kill("SIGTERM");
-  await server.exited;
+  client.close();
+  await server.stop();
   return total / seconds;
 }
 

@@ -2,13 +2,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RequestLog } from "../gen/reqlog/v1/log_service_pb.js";
-import { createAuthorizer } from "../src/auth/authorizer.js";
-import { createTokenStore } from "../src/auth/token-store.js";
-import { systemClock } from "../src/clock.js";
 import { defaultLimits } from "../src/limits.js";
-import { openDatabase } from "../src/store/sqlite/open-database.js";
-import { createSqliteStore } from "../src/store/sqlite/sqlite-store.js";
-import type { Store } from "../src/store/store.js";
+import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
 import { prepareRequestLog } from "../src/write/prepare-request-log.js";
 import { forgeTraffic } from "./forge-traffic.js";
 
@@ -30,25 +25,27 @@ export function trafficRecords(n: number, seed = 42, gapUsec = 100_000): Generat
   return forgeTraffic({ seed, startUsec: benchStart, gapUsec, total: n });
 }
 
-/** Loads `n` requests through the store (validation and group commit included); returns the store and the rate. */
-export async function loadStore(path: string, n: number, onProgress?: (done: number) => void, gapUsec = 100_000) {
-  const db = openDatabase({ path, sync: "normal" });
-  const store: Store = createSqliteStore(db, systemClock);
+/**
+ * Loads `n` requests into a new SQLite backend through its store (validation
+ * and group commit included, `synchronous=NORMAL`); returns the backend, open
+ * (no tokens in it: a server on it is open, on loopback), and the rate.
+ */
+export async function loadBackend(path: string, n: number, onProgress?: (done: number) => void, gapUsec = 100_000) {
+  const backend = openSqliteBackend({ path, sync: "normal" });
+  const signal = new AbortController().signal;
   const started = performance.now();
   let batch = [];
   let done = 0;
   for (const log of trafficRecords(n, 42, gapUsec)) {
     batch.push(prepareRequestLog(log, defaultLimits, "log"));
     if (batch.length === 1000) {
-      await store.write(batch);
+      await backend.store.write(batch, signal);
       done += batch.length;
       batch = [];
       if (done % 100_000 === 0) onProgress?.(done);
     }
   }
-  if (batch.length > 0) await store.write(batch);
+  if (batch.length > 0) await backend.store.write(batch, signal);
   const seconds = (performance.now() - started) / 1000;
-  // No tokens in a bench database: the server it backs is open (on loopback).
-  const auth = createAuthorizer(createTokenStore(db, systemClock), { callsPerSecond: 0 });
-  return { store, auth, requestsPerSecond: n / seconds, seconds };
+  return { backend, requestsPerSecond: n / seconds, seconds };
 }

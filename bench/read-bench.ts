@@ -3,13 +3,10 @@
  * and the RE2 scan rate, through a real server and the generated client.
  *   npm run bench:read -- [requests]
  */
-import { create } from "@bufbuild/protobuf";
-import { LogReadRequestSchema, type LogReadResponse, LogService } from "../gen/reqlog/v1/log_service_pb.js";
-import { createCliClient } from "../src/cli/client.js";
-import { startServer } from "../src/grpc/server.js";
-import { defaultLimits } from "../src/limits.js";
-import { createLogger } from "../src/logger.js";
-import { benchDbPath, benchStart, loadStore, median } from "./load.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { LogReadRequestSchema, LogReadResponse } from "../gen/reqlog/v1/log_service_pb.js";
+import { startBenchServer } from "./harness/bench-server.js";
+import { benchDbPath, benchStart, loadBackend, median } from "./load.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
 const day = 86_400_000_000n;
@@ -17,14 +14,11 @@ const day = 86_400_000_000n;
 async function main() {
   const path = benchDbPath("read");
   console.log(`loading ${n.toLocaleString()} forge requests into ${path} …`);
-  const { store, auth, requestsPerSecond, seconds } = await loadStore(path, n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`));
+  const { backend, requestsPerSecond, seconds } = await loadBackend(path, n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`));
   console.log(`loaded in ${seconds.toFixed(1)} s (${Math.round(requestsPerSecond).toLocaleString()} requests/s through validation + store)`);
 
-  const limits = { ...defaultLimits, readScanRows: 100_000_000, readScanMs: 600_000 };
-  const server = await startServer({ store, limits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
-  const client = createCliClient(LogService, server.address);
-  const read = (init: Parameters<typeof create<typeof LogReadRequestSchema>>[1]) =>
-    client.unary<LogReadResponse>("read", create(LogReadRequestSchema, { appId: "forge", ...init }));
+  const server = await startBenchServer(backend, { readScanRows: 100_000_000, readScanMs: 600_000 });
+  const read = (init: MessageInitShape<typeof LogReadRequestSchema>) => server.client.read({ appId: "forge", ...init });
   const timed = async (f: () => Promise<LogReadResponse>) => {
     const t = performance.now();
     const r = await f();
@@ -72,8 +66,7 @@ async function main() {
   console.log(`  selective RE2 over all ${total.toLocaleString()}: ${selective.ms.toFixed(0)} ms, ${selective.matched} matches, ${Math.round(total / (selective.ms / 1000)).toLocaleString()} rows/s`);
   console.log(`  catastrophic pattern (a+)+$ over all: ${catastrophic.ms.toFixed(0)} ms, ${Math.round(total / (catastrophic.ms / 1000)).toLocaleString()} rows/s`);
 
-  client.close();
-  await server.shutdown();
+  await server.close();
 }
 
 main().catch((err) => {

@@ -6,15 +6,15 @@
 import Database from "better-sqlite3";
 import RE2 from "re2";
 import { combinedSql } from "../src/store/sqlite/combined-sql.js";
-import { benchDbPath, loadStore } from "./load.js";
+import { benchDbPath, loadBackend } from "./load.js";
 
 const n = Number(process.argv[2] ?? 200_000);
 const pattern = '"GET /api/v1/repos/[^/]+/[^/]+/raw/go\\.mod HTTP/2\\.0" 500 ';
 
 async function main() {
   const path = benchDbPath("regex");
-  const { store } = await loadStore(path, n);
-  await store.close();
+  const { backend } = await loadBackend(path, n);
+  await backend.close();
   const db = new Database(path, { readonly: true });
   const re = new RE2(pattern, "u");
   const js = new RegExp(pattern, "u");

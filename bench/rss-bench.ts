@@ -4,12 +4,10 @@
  * sampled every second, against its size when idle as the baseline.
  *   npm run bench:rss -- [seconds]     (default 600)
  */
-import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { create } from "@bufbuild/protobuf";
-import { type ClientDuplexStream, credentials, makeGenericClientConstructor, Metadata } from "@grpc/grpc-js";
-import { type IngestAck, IngestRequestSchema, LogService } from "../gen/reqlog/v1/log_service_pb.js";
-import { clientDefinition } from "../src/grpc/service-definition.js";
+import { IngestRequestSchema } from "../gen/reqlog/v1/log_service_pb.js";
+import { createLogServiceClient } from "../src/client/log-service-client.js";
 import { forgeTraffic } from "./forge-traffic.js";
 import { startChildServer } from "./harness/child-server.js";
 import { benchDbPath, benchStart } from "./load.js";
@@ -26,33 +24,28 @@ async function main() {
   const pid = server.process.pid!;
   await new Promise((r) => setTimeout(r, 1000));
   const idle = rssMb(pid);
-  const Ctor = makeGenericClientConstructor(clientDefinition(LogService), LogService.typeName);
-  const client = new Ctor(server.address, credentials.createInsecure()) as unknown as Record<string, (m: Metadata) => ClientDuplexStream<unknown, IngestAck>>;
-  const stream = client.ingest!(new Metadata());
-  let records = 0;
-  stream.on("data", (ack: IngestAck) => (records += ack.records));
-  const ended = new Promise((resolve, reject) => {
-    stream.on("end", resolve);
-    stream.on("error", reject);
-  });
-  const samples: number[] = [];
-  const sampler = setInterval(() => samples.push(rssMb(pid)), 1000);
+  const client = createLogServiceClient({ server: server.address });
+  // Batches of 500 records, built as the stream pulls them (HTTP/2 flow control), until the time is up.
   const until = Date.now() + seconds * 1000;
-  let batchId = 0n;
-  let batch = create(IngestRequestSchema, { batchId });
-  for (const log of forgeTraffic({ seed: 3, startUsec: benchStart, gapUsec: 10_000, total: Number.MAX_SAFE_INTEGER })) {
-    batch.log.push(log);
-    if (batch.log.length === 500) {
-      if (!stream.write(batch)) await once(stream, "drain");
-      batch = create(IngestRequestSchema, { batchId: ++batchId });
-      if (Date.now() > until) break;
+  async function* batches() {
+    let batchId = 0n;
+    let batch = create(IngestRequestSchema, { batchId });
+    for (const log of forgeTraffic({ seed: 3, startUsec: benchStart, gapUsec: 10_000, total: Number.MAX_SAFE_INTEGER })) {
+      batch.log.push(log);
+      if (batch.log.length === 500) {
+        yield batch;
+        batch = create(IngestRequestSchema, { batchId: ++batchId });
+        if (Date.now() > until) return;
+      }
     }
   }
-  stream.end();
-  await ended;
+  const samples: number[] = [];
+  const sampler = setInterval(() => samples.push(rssMb(pid)), 1000);
+  let records = 0;
+  for await (const ack of client.ingest(batches())) records += ack.records;
   clearInterval(sampler);
-  server.process.kill("SIGTERM");
-  await server.exited;
+  client.close();
+  await server.stop();
   const quarter = Math.max(1, Math.floor(samples.length / 4));
   const firstQuarter = Math.max(...samples.slice(0, quarter));
   const lastQuarter = Math.max(...samples.slice(-quarter));

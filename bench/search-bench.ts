@@ -7,20 +7,11 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { create } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
-import { LogReadRequestSchema, type LogReadResponse, LogService } from "../gen/reqlog/v1/log_service_pb.js";
-import { createCliClient } from "../src/cli/client.js";
-import { startServer } from "../src/grpc/server.js";
-import { defaultLimits } from "../src/limits.js";
-import { createLogger } from "../src/logger.js";
-import { createAuthorizer } from "../src/auth/authorizer.js";
-import { createTokenStore } from "../src/auth/token-store.js";
-import { systemClock } from "../src/clock.js";
 import { combinedSql } from "../src/store/sqlite/combined-sql.js";
-import { openDatabase } from "../src/store/sqlite/open-database.js";
-import { createSqliteStore } from "../src/store/sqlite/sqlite-store.js";
-import { benchDbPath, benchStart, loadStore } from "./load.js";
+import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
+import { startBenchServer } from "./harness/bench-server.js";
+import { benchDbPath, benchStart, loadBackend } from "./load.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
 const pattern = '"GET /api/v1/repos/[^/]+/[^/]+/raw/go\\.mod HTTP/2\\.0" 500 ';
@@ -42,8 +33,8 @@ function ripgrep(): string | undefined {
 async function main() {
   const path = benchDbPath("search");
   console.log(`loading ${n.toLocaleString()} forge requests …`);
-  const { store } = await loadStore(path, n);
-  await store.close();
+  const { backend } = await loadBackend(path, n);
+  await backend.close();
 
   // Disk: the database after a checkpoint, against the same lines as text.
   const db = new Database(path);
@@ -58,28 +49,22 @@ async function main() {
   const textBytes = statSync(text).size;
 
   // reqlog's Read with the pattern over every request (budget raised to cover all).
-  const servedDb = openDatabase({ path });
-  const served = createSqliteStore(servedDb, systemClock);
-  const auth = createAuthorizer(createTokenStore(servedDb, systemClock), { callsPerSecond: 0 });
-  const limits = { ...defaultLimits, readScanRows: 1e9, readScanMs: 1e9 };
-  const server = await startServer({ store: served, limits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
-  const client = createCliClient(LogService, server.address);
+  const server = await startBenchServer(openSqliteBackend({ path }), { readScanRows: 1e9, readScanMs: 1e9 });
   let readMs = Number.POSITIVE_INFINITY;
   let readMatches = 0;
   for (let run = 0; run < 3; run++) {
     let matches = 0;
     const started = performance.now();
     for (const appId of ["forge", "forge-staging", "pages"]) {
-      const r = await client.unary<LogReadResponse>("read", create(LogReadRequestSchema, {
+      const r = await server.client.read({
         appId, count: 1000n, includeIncomplete: true, startTime: benchStart, combinedLogRegex: pattern,
-      }));
+      });
       matches += r.log.length;
     }
     readMs = Math.min(readMs, performance.now() - started);
     readMatches = matches;
   }
-  client.close();
-  await server.shutdown();
+  await server.close();
 
   console.log(`\n${requests.toLocaleString()} requests with ${appLines.toLocaleString()} app lines:`);
   console.log(`  disk: reqlog database ${(dbBytes / requests).toFixed(1)} bytes/request (records, app lines, indexes, rollups)`);

@@ -4,20 +4,12 @@
  *   npm run bench:tail -- [writes]     (default 2000)
  */
 import { create } from "@bufbuild/protobuf";
-import { type ClientReadableStream, credentials, makeGenericClientConstructor, Metadata } from "@grpc/grpc-js";
-import {
-  LogReadRequestSchema,
-  type LogReadResponse,
-  LogService,
-  RequestLogSchema,
-  WriteRequestSchema,
-} from "../gen/reqlog/v1/log_service_pb.js";
-import { createCliClient } from "../src/cli/client.js";
-import { clientDefinition } from "../src/grpc/service-definition.js";
-import { startServer } from "../src/grpc/server.js";
-import { defaultLimits } from "../src/limits.js";
-import { createLogger } from "../src/logger.js";
-import { benchDbPath, benchStart, loadStore } from "./load.js";
+import { ConnectError } from "@connectrpc/connect";
+import { RequestLogSchema, WriteRequestSchema } from "../gen/reqlog/v1/log_service_pb.js";
+import { createLogServiceClient } from "../src/client/log-service-client.js";
+import { Code } from "../src/reqlog-error.js";
+import { startBenchServer } from "./harness/bench-server.js";
+import { benchDbPath, benchStart, loadBackend } from "./load.js";
 
 const writes = Number(process.argv[2] ?? 2000);
 
@@ -25,24 +17,31 @@ const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Ma
 
 async function main() {
   // A store with some history, as a live one would have.
-  const { store, auth } = await loadStore(benchDbPath("tail"), 100_000);
-  const server = await startServer({ store, limits: defaultLimits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
-  const writer = createCliClient(LogService, server.address);
-  const Ctor = makeGenericClientConstructor(clientDefinition(LogService), LogService.typeName);
-  const follower = new Ctor(server.address, credentials.createInsecure()) as unknown as Record<string, (r: unknown, m: Metadata) => ClientReadableStream<LogReadResponse>>;
-  const tail = follower.tail!(create(LogReadRequestSchema, { appId: "bench-tail" }), new Metadata());
-  await new Promise((resolve) => tail.once("metadata", resolve));
-  tail.on("error", () => undefined); // the cancel at the end
+  const { backend } = await loadBackend(benchDbPath("tail"), 100_000);
+  const server = await startBenchServer(backend);
+  const writer = server.client;
+  // The follower on a connection of its own, as another process's would be.
+  const follower = createLogServiceClient({ server: server.address });
+  const cancel = new AbortController();
   const arrived = new Map<string, number>();
   const waiters = new Map<string, () => void>();
-  tail.on("data", (page: LogReadResponse) => {
-    const now = performance.now();
-    for (const log of page.log) {
-      const id = new TextDecoder().decode(log.requestId);
-      arrived.set(id, now);
-      waiters.get(id)?.();
+  let subscribed!: () => void;
+  const inPlace = new Promise<void>((resolve) => (subscribed = resolve));
+  const following = (async () => {
+    try {
+      for await (const page of follower.tail({ appId: "bench-tail" }, { signal: cancel.signal, onHeader: () => subscribed() })) {
+        const now = performance.now();
+        for (const log of page.log) {
+          const id = new TextDecoder().decode(log.requestId);
+          arrived.set(id, now);
+          waiters.get(id)?.();
+        }
+      }
+    } catch (err) {
+      if (ConnectError.from(err).code !== Code.CANCELLED) throw err; // the cancel at the end
     }
-  });
+  })();
+  await Promise.race([inPlace, following]);
 
   const roundTrips: number[] = [];
   const toTail: number[] = [];
@@ -50,7 +49,7 @@ async function main() {
     const id = `t${i}`;
     const seen = new Promise<void>((resolve) => waiters.set(id, resolve));
     const sent = performance.now();
-    await writer.unary("write", create(WriteRequestSchema, {
+    await writer.write(create(WriteRequestSchema, {
       log: [create(RequestLogSchema, {
         appId: "bench-tail", versionId: "v1", requestId: new TextEncoder().encode(id), ip: "192.0.2.1", startTime: benchStart,
         endTime: benchStart + BigInt(i), latency: 0n, mcycles: 0n, method: "GET", resource: "/api/v1/teams/1",
@@ -62,9 +61,10 @@ async function main() {
     toTail.push(arrived.get(id)! - sent);
     waiters.delete(id);
   }
-  tail.cancel();
-  writer.close();
-  await server.shutdown();
+  cancel.abort();
+  await following;
+  follower.close();
+  await server.close();
   const p = (xs: number[], q: number) => percentile(xs, q).toFixed(2);
   console.log(`Write→Tail over ${writes} writes (one at a time, loopback):`);
   console.log(`  Write round trip (baseline):    p50 ${p(roundTrips, 50)} ms   p99 ${p(roundTrips, 99)} ms`);

@@ -4,22 +4,18 @@
  *   npm run bench:usage -- [small] [large]     (default 10000 10000000)
  */
 import { create } from "@bufbuild/protobuf";
-import { LogService, LogUsageRequestSchema, type LogUsageResponse } from "../gen/reqlog/v1/log_service_pb.js";
-import { createCliClient } from "../src/cli/client.js";
-import { startServer } from "../src/grpc/server.js";
-import { defaultLimits } from "../src/limits.js";
-import { createLogger } from "../src/logger.js";
-import { benchDbPath, benchStart, loadStore, median } from "./load.js";
+import { LogUsageRequestSchema, type LogUsageResponse } from "../gen/reqlog/v1/log_service_pb.js";
+import { startBenchServer } from "./harness/bench-server.js";
+import { benchDbPath, benchStart, loadBackend, median } from "./load.js";
 
 const sizes = [Number(process.argv[2] ?? 10_000), Number(process.argv[3] ?? 10_000_000)];
 const spanUsec = 7 * 86_400_000_000; // a week of traffic, however many requests
 
 async function measure(n: number) {
   const started = performance.now();
-  const { store, auth } = await loadStore(benchDbPath(`usage-${n}`), n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`), spanUsec / n);
+  const { backend } = await loadBackend(benchDbPath(`usage-${n}`), n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`), spanUsec / n);
   const loadS = (performance.now() - started) / 1000;
-  const server = await startServer({ store, limits: defaultLimits, auth }, { listen: "127.0.0.1:0", shutdownTimeoutMs: 1000, logger: createLogger("silent") });
-  const client = createCliClient(LogService, server.address);
+  const server = await startBenchServer(backend);
   const start = Number(benchStart / 1_000_000n);
   const queries = {
     "hourly, all versions, the week": { startTime: start, endTime: start + 7 * 86400 },
@@ -33,13 +29,12 @@ async function measure(n: number) {
     let last: LogUsageResponse | undefined;
     for (let i = 0; i < 60; i++) {
       const t = performance.now();
-      last = await client.unary<LogUsageResponse>("usage", request);
+      last = await server.client.usage(request);
       if (i >= 10) times.push(performance.now() - t);
     }
     results[label] = { ms: median(times), buckets: last!.usage.length, count: last!.summary!.count };
   }
-  client.close();
-  await server.shutdown();
+  await server.close();
   return { n, loadS, results };
 }
 

@@ -2,13 +2,21 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { packageRoot } from "../../src/package-root.js";
 
+/** How a child process ended: its exit code, or the signal that ended it. */
+export interface ChildExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
 export interface ChildServer {
   process: ChildProcess;
   address: string;
   /** Everything the server wrote to stderr so far (JSON log lines). */
   stderr(): string;
   /** Resolves with the exit code (or signal) once the process has ended. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  exited: Promise<ChildExit>;
+  /** Sends SIGTERM (a graceful shutdown) and resolves as `exited` does. */
+  stop(): Promise<ChildExit>;
 }
 
 export const mainScript = join(packageRoot(), "dist", "src", "main.js");
@@ -23,14 +31,19 @@ export function startChildServer(args: string[], env: Record<string, string> = {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+  const exited = new Promise<ChildExit>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
   return new Promise((resolve, reject) => {
     child.stderr!.on("data", (chunk: Buffer) => {
       stderr += chunk.toString();
       const line = stderr.split("\n").find((l) => l.includes('"reqlog serving"'));
-      if (line) resolve({ process: child, address: JSON.parse(line).address, stderr: () => stderr, exited });
+      if (!line) return;
+      const stop = () => {
+        child.kill("SIGTERM");
+        return exited;
+      };
+      resolve({ process: child, address: JSON.parse(line).address, stderr: () => stderr, exited, stop });
     });
     exited.then(({ code, signal }) =>
       reject(new Error(`reqlog serve exited (${code ?? signal}) before serving:\n${stderr}`)),

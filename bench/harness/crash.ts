@@ -1,16 +1,13 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import {
   FlushRequestSchema,
-  LogService,
   RequestLogSchema,
   UserAppLogGroupSchema,
   UserAppLogLineSchema,
   WriteRequestSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
-import { createCliClient } from "../../src/cli/client.js";
-import { systemClock } from "../../src/clock.js";
-import { openDatabase } from "../../src/store/sqlite/open-database.js";
-import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { createLogServiceClient } from "../../src/client/log-service-client.js";
+import { openSqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { startChildServer } from "./child-server.js";
 
 const t0 = 1_795_000_000_000_000n;
@@ -27,8 +24,8 @@ export interface Acked {
  * acknowledged.
  */
 export async function loadUntilKilled(address: string, cycle: number, killAfterMs: number, kill: () => void): Promise<Acked> {
-  const client = createCliClient(LogService, address);
-  const flush = createCliClient(LogService, address);
+  const client = createLogServiceClient({ server: address });
+  const flush = createLogServiceClient({ server: address });
   const acked: Acked = { records: [], flushed: [] };
   let alive = true;
   const writer = async (w: number) => {
@@ -39,14 +36,12 @@ export async function loadUntilKilled(address: string, cycle: number, killAfterM
           const logs = toBinary(UserAppLogGroupSchema, create(UserAppLogGroupSchema, {
             logLine: [create(UserAppLogLineSchema, { timestampUsec: t0 + BigInt(i), level: 1n, message: id })],
           }));
-          await flush.unaryWith("flush", create(FlushRequestSchema, { logs }), {
-            "reqlog-app-id": "forge",
-            "reqlog-version-id": "v1",
-            "reqlog-request-id": id,
+          await flush.flush(create(FlushRequestSchema, { logs }), {
+            headers: { "reqlog-app-id": "forge", "reqlog-version-id": "v1", "reqlog-request-id": id },
           });
           acked.flushed.push(id);
         } else {
-          await client.unary("write", create(WriteRequestSchema, {
+          await client.write(create(WriteRequestSchema, {
             log: [create(RequestLogSchema, {
               appId: "forge", versionId: "v1", requestId: encode(id), ip: "192.0.2.1", startTime: t0, endTime: t0 + BigInt(i),
               latency: 0n, mcycles: 0n, method: "POST", resource: "/api/v1/repos/a/b/branches", httpVersion: "HTTP/1.1",
@@ -76,18 +71,19 @@ export interface CrashReport {
 }
 
 /** Checks that every acknowledged write is in the database, and its integrity. */
-export function verifyAcked(dbPath: string, acked: Acked): CrashReport & { cycles: 0 } {
-  const db = openDatabase({ path: dbPath });
+export async function verifyAcked(dbPath: string, acked: Acked): Promise<CrashReport & { cycles: 0 }> {
+  const backend = openSqliteBackend({ path: dbPath, readWorkers: 0 });
   try {
-    const integrity = db.pragma("integrity_check", { simple: true }) as string;
-    const store = createSqliteStore(db, systemClock);
-    const records = new Set(store.getRequests("forge", acked.records.map(encode)).filter((r) => r.finished && r.status === 200).map((r) => new TextDecoder().decode(r.requestId)));
-    const flushed = store.getRequests("forge", acked.flushed.map(encode));
+    const integrity = backend.db.pragma("integrity_check", { simple: true }) as string;
+    const signal = new AbortController().signal;
+    const stored = (ids: string[]) => backend.store.getRequests("forge", ids.map(encode), signal);
+    const records = new Set((await stored(acked.records)).filter((r) => r.finished && r.status === 200).map((r) => new TextDecoder().decode(r.requestId)));
+    const flushed = await stored(acked.flushed);
     const withLine = new Set(flushed.filter((r) => r.line.some((l) => l.logMessage === new TextDecoder().decode(r.requestId))).map((r) => new TextDecoder().decode(r.requestId)));
     const missing = [...acked.records.filter((id) => !records.has(id)), ...acked.flushed.filter((id) => !withLine.has(id))];
     return { cycles: 0, acknowledged: acked.records.length + acked.flushed.length, missing, integrity };
   } finally {
-    db.close();
+    await backend.close();
   }
 }
 
@@ -103,6 +99,6 @@ export async function crashCycles(dbPath: string, cycles: number, onCycle?: (cyc
     all.flushed.push(...acked.flushed);
     onCycle?.(cycle, acked.records.length + acked.flushed.length);
   }
-  return { ...verifyAcked(dbPath, all), cycles };
+  return { ...(await verifyAcked(dbPath, all)), cycles };
 }
 

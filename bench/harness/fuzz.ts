@@ -1,5 +1,5 @@
 import { create, type DescMessage, toBinary } from "@bufbuild/protobuf";
-import { type Client, Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { Client, credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import {
   FlushRequestSchema,
   IngestRequestSchema,
@@ -114,9 +114,21 @@ const codeName = (code: number) => (status as unknown as Record<number, string>)
 
 /**
  * Sends `count` hostile messages to every RPC in turn (raw bytes, so nothing
- * on the client side checks them) and tallies the answers.
+ * on the client side checks them) and tallies the answers. `server` is the
+ * plaintext server's HOST:PORT (a connection of the fuzzer's own, closed at
+ * the end), or a grpc-js client to send with.
  */
-export async function fuzz(client: Client, count: number, seed = 1, concurrency = 16): Promise<FuzzReport> {
+export async function fuzz(server: string | Client, count: number, seed = 1, concurrency = 16): Promise<FuzzReport> {
+  // grpc-js, not the typed client: only a generic client sends bytes no encoder checked.
+  const client = typeof server === "string" ? new Client(server, credentials.createInsecure()) : server;
+  try {
+    return await fuzzWith(client, count, seed, concurrency);
+  } finally {
+    if (client !== server) client.close();
+  }
+}
+
+async function fuzzWith(client: Client, count: number, seed: number, concurrency: number): Promise<FuzzReport> {
   const r = createRandom(seed);
   const report: FuzzReport = { sent: 0, codes: {}, failures: [], transportResets: 0, seconds: 0 };
   const started = performance.now();

@@ -97,9 +97,37 @@ function finishStream(call: ServerWritableStream<unknown, unknown>, work: Promis
   );
 }
 
-/** Decoded requests of a client stream, as an AsyncIterable; a request that did not decode fails the stream. */
+/**
+ * Decoded requests of a client stream, as an AsyncIterable; a request that did not decode fails the stream.
+ * Not destroyed when the requests end or the handler stops reading: the replies and the status still go out on it.
+ */
 async function* requestsOf<T>(call: ServerDuplexStream<Decoded<T>, unknown>): AsyncIterable<T> {
-  for await (const message of call as AsyncIterable<Decoded<T>>) yield decoded(message);
+  for await (const message of call.iterator({ destroyOnReturn: false }) as AsyncIterable<Decoded<T>>) yield decoded(message);
+}
+
+/** The LogService calls being served, so that a shutdown knows when none is left. */
+export interface CallCounter {
+  /** Counts a call in; the function returned counts it out. */
+  enter(): () => void;
+  /** Resolves once no call is being served. */
+  idle(): Promise<void>;
+}
+
+export function createCallCounter(): CallCounter {
+  let active = 0;
+  const waiters: (() => void)[] = [];
+  return {
+    enter() {
+      active++;
+      let left = false;
+      return () => {
+        if (left) return;
+        left = true;
+        if (--active === 0) for (const wake of waiters.splice(0)) wake();
+      };
+    },
+    idle: () => (active === 0 ? Promise.resolve() : new Promise((resolve) => waiters.push(resolve))),
+  };
 }
 
 /**
@@ -108,7 +136,11 @@ async function* requestsOf<T>(call: ServerDuplexStream<Decoded<T>, unknown>): As
  * context, and every failure, unary or mid-stream, becomes a status with
  * ErrorInfo through `failure` (which also logs it).
  */
-export function grpcImplementation(core: LogServiceCore, logger: Logger): UntypedServiceImplementation {
+export function grpcImplementation(
+  core: LogServiceCore,
+  logger: Logger,
+  calls: CallCounter = createCallCounter(),
+): UntypedServiceImplementation {
   const implementation: UntypedServiceImplementation = {};
   for (const method of LogService.methods) {
     const name = method.localName as MethodName;
@@ -121,14 +153,21 @@ export function grpcImplementation(core: LogServiceCore, logger: Logger): Untype
         const handler = core.handlers[name] as LogServiceHandlers["read"] as (req: unknown, ctx: never) => Promise<unknown>;
         handle = (call: ServerUnaryCall<Decoded<unknown>, unknown>, callback: sendUnaryData<unknown>) => {
           const signal = cancellation(call);
+          const leave = calls.enter();
           (async () => {
             const opened = await open(call, signal);
             const reply = await handler(decoded(call.request), opened.context as never);
             opened.assertAuthorized();
             return reply;
           })().then(
-            (reply) => callback(null, reply),
-            (err: unknown) => callback(failure(err, method.name, logger)),
+            (reply) => {
+              leave();
+              callback(null, reply);
+            },
+            (err: unknown) => {
+              leave();
+              callback(failure(err, method.name, logger));
+            },
           );
         };
         break;
@@ -137,13 +176,14 @@ export function grpcImplementation(core: LogServiceCore, logger: Logger): Untype
         const handler = core.handlers[name] as unknown as (req: unknown, ctx: unknown) => AsyncIterable<unknown>;
         handle = (call: ServerWritableStream<Decoded<unknown>, unknown>) => {
           const signal = cancellation(call);
+          const leave = calls.enter();
           const stream = call as ServerWritableStream<unknown, unknown>;
           const work = (async () => {
             // Response headers go out when the handler is in place (a Tail subscribed).
             const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
             await pump(handler(decoded(call.request), opened.context), opened, stream);
           })();
-          finishStream(stream, work, method.name, logger);
+          finishStream(stream, work.finally(leave), method.name, logger);
         };
         break;
       }
@@ -151,12 +191,13 @@ export function grpcImplementation(core: LogServiceCore, logger: Logger): Untype
         const handler = core.handlers[name] as unknown as (req: AsyncIterable<unknown>, ctx: unknown) => AsyncIterable<unknown>;
         handle = (call: ServerDuplexStream<Decoded<unknown>, unknown>) => {
           const signal = cancellation(call);
+          const leave = calls.enter();
           const stream = call as unknown as ServerWritableStream<unknown, unknown>;
           const work = (async () => {
             const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
             await pump(handler(requestsOf(call), opened.context), opened, stream);
           })();
-          finishStream(stream, work, method.name, logger);
+          finishStream(stream, work.finally(leave), method.name, logger);
         };
         break;
       }

@@ -3,7 +3,7 @@ import { HealthImplementation } from "grpc-health-check";
 import type { Logger } from "pino";
 import type { LogServiceCore } from "../service/log-service.js";
 import { LogService } from "../service/log-service.js";
-import { grpcImplementation } from "./adapters.js";
+import { type CallCounter, createCallCounter, grpcImplementation } from "./adapters.js";
 import { addReflection } from "./reflection.js";
 import { serverDefinition } from "./service-definition.js";
 
@@ -42,7 +42,8 @@ export async function startServer(core: LogServiceCore, options: ServerOptions):
     // them before buffering them.
     "grpc.max_receive_message_length": core.limits.maxMessageBytes * 2,
   });
-  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger));
+  const calls = createCallCounter();
+  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger, calls));
   const health = new HealthImplementation(Object.fromEntries(healthNames.map((n) => [n, "SERVING"])));
   health.addToServer(server as unknown as Parameters<typeof health.addToServer>[0]);
   addReflection(server);
@@ -64,23 +65,32 @@ export async function startServer(core: LogServiceCore, options: ServerOptions):
       stopping ??= (async () => {
         for (const name of healthNames) health.setStatus(name, "NOT_SERVING");
         core.tails.endAll();
-        await drain(server, options.shutdownTimeoutMs, logger);
+        await drain(server, calls, options.shutdownTimeoutMs, logger);
       })();
       return stopping;
     },
   };
 }
 
-async function drain(server: GrpcServer, timeoutMs: number, logger: Logger): Promise<void> {
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
-      logger.warn({ timeoutMs }, "in-flight calls still running at the shutdown timeout; cutting them off");
-      server.forceShutdown();
-      resolve();
-    }, timeoutMs);
-    server.tryShutdown(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+/** How long replies get to go out once the last call has settled, before idle connections are cut. */
+const idleGraceMs = 500;
+
+/**
+ * Lets in-flight calls finish, then closes every connection. grpc-js's
+ * tryShutdown also waits for each HTTP/2 session to close, and a session
+ * whose client has just gone away may never report closing (grpc-node
+ * #1458): so once no LogService call is left, and its reply has had a
+ * moment to go out, the remaining connections are cut. Calls still running
+ * at the timeout are cut off, with a warning.
+ */
+async function drain(server: GrpcServer, calls: CallCounter, timeoutMs: number, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = new Promise<"closed">((resolve) => server.tryShutdown(() => resolve("closed")));
+  const idle = calls.idle().then(() => new Promise<"idle">((resolve) => setTimeout(() => resolve("idle"), idleGraceMs)));
+  const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs)));
+  const outcome = await Promise.race([closed, idle, late]);
+  clearTimeout(timer);
+  if (outcome === "closed") return;
+  if (outcome === "late") logger.warn({ timeoutMs }, "in-flight calls still running at the shutdown timeout; cutting them off");
+  server.forceShutdown();
 }

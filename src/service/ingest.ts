@@ -64,19 +64,39 @@ export function createIngestHandler({ store, limits }: ServiceDeps): BidiStreamH
   }
 
   return async function* ingest(requests, call) {
+    const batches = requests[Symbol.asyncIterator]();
     const inFlight: Promise<IngestAck>[] = [];
+    // The next batch is read while earlier ones commit, so each ack goes out
+    // as soon as its batch is stored (a client may wait for it before sending
+    // more); nothing is read while `window` batches are in flight.
+    let next: Promise<IteratorResult<IngestRequest>> | undefined;
+    let ended = false;
     try {
-      for await (const batch of requests) {
-        const committed = commit(batch, call);
-        committed.catch(() => {}); // awaited in order below
-        inFlight.push(committed);
-        if (inFlight.length >= window) yield await inFlight.shift()!;
+      while (!ended || inFlight.length > 0) {
+        if (!ended && inFlight.length < window) next ??= batches.next();
+        const oldest = inFlight[0]?.then(
+          () => undefined,
+          () => undefined,
+        );
+        const arrived = await Promise.race([...(oldest ? [oldest] : []), ...(next ? [next] : [])]);
+        if (arrived === undefined) {
+          yield await inFlight.shift()!;
+        } else {
+          next = undefined;
+          if (arrived.done) {
+            ended = true;
+          } else {
+            const committed = commit(arrived.value, call);
+            committed.catch(() => {}); // awaited in order above
+            inFlight.push(committed);
+          }
+        }
       }
-      while (inFlight.length > 0) yield await inFlight.shift()!;
     } finally {
       // Batches still committing when the stream fails or is cancelled are
       // not acknowledged; they are stored or not as their commit goes.
       for (const committed of inFlight) committed.catch(() => {});
+      void batches.return?.();
     }
   };
 }

@@ -1,33 +1,26 @@
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { anyUnpack } from "@bufbuild/protobuf/wkt";
-import { type ClientReadableStream, Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RetryInfoSchema, StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import {
-  FlushRequestSchema,
-  ListStatusRequestSchema,
-  LogReadRequestSchema,
-  type LogReadResponse,
-  LogUsageRequestSchema,
-  SetStatusRequestSchema,
-  UserAppLogGroupSchema,
-  UserAppLogLineSchema,
-  WriteRequestSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
-import { minimalLog, t0 } from "../helpers/fixtures.js";
-import { callError, unaryCall } from "../helpers/test-client.js";
+import { RetryInfoSchema } from "../../gen/google/rpc/status_pb.js";
+import { UserAppLogGroupSchema, UserAppLogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { Code } from "../../src/reqlog-error.js";
+import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { bearer, callError, failureOf, type TestClient } from "../helpers/test-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
+// One server for the whole matrix: its calls only add records and statuses.
 let ts: TestServer;
 const token: Record<string, string> = {};
 beforeAll(async () => {
   ts = await startTestServer({ limits: { rateLimit: 1_000_000 } });
-  token.read = ts.tokens.create({ name: "r", scopes: ["read:logs"] }).token;
-  token.write = ts.tokens.create({ name: "w", scopes: ["write:logs"] }).token;
-  token.admin = ts.tokens.create({ name: "a", scopes: ["admin"] }).token;
-  token.otherApp = ts.tokens.create({ name: "o", scopes: ["admin"], apps: ["other"] }).token;
-  token.revoked = ts.tokens.create({ name: "x", scopes: ["admin"] }).token;
-  ts.tokens.revoke(ts.tokens.list().find((t) => t.name === "x")!.id);
+  const { tokens } = ts.backend;
+  token.read = (await tokens.create({ name: "r", scopes: ["read:logs"] })).token;
+  token.write = (await tokens.create({ name: "w", scopes: ["write:logs"] })).token;
+  token.admin = (await tokens.create({ name: "a", scopes: ["admin"] })).token;
+  token.otherApp = (await tokens.create({ name: "o", scopes: ["admin"], apps: ["other"] })).token;
+  const revoked = await tokens.create({ name: "x", scopes: ["admin"] });
+  token.revoked = revoked.token;
+  expect(await tokens.revoke(revoked.info.id)).toBe(true);
 });
 afterAll(async () => {
   await ts.close();
@@ -38,71 +31,80 @@ const logs = toBinary(UserAppLogGroupSchema, create(UserAppLogGroupSchema, {
 }));
 const context = { "reqlog-app-id": "forge", "reqlog-version-id": "v1", "reqlog-request-id": "req-1", "reqlog-instance-id": "i1" };
 
-type Call = (md: Record<string, string>) => Promise<unknown>;
+type CallHeaders = Record<string, string>;
+type Call = (headers: CallHeaders) => Promise<unknown>;
 
-/** Tail counts as answered once its headers arrive, refused if it errors first. */
-function tail(md: Record<string, string>): Promise<void> {
-  const m = new Metadata();
-  for (const [k, v] of Object.entries(md)) m.set(k, v);
-  const stream = (ts.client.tail as (r: unknown, m: Metadata) => ClientReadableStream<unknown>)(create(LogReadRequestSchema, { appId: "forge" }), m);
-  return new Promise((resolve, reject) => {
-    stream.once("metadata", () => {
-      stream.cancel();
-      resolve();
-    });
-    stream.once("error", (e: ServiceError) => (e.code === status.CANCELLED ? resolve() : reject(e)));
-  });
+/** Tail counts as answered once its headers arrive (the tail is in place), refused if it fails first. */
+async function tail(headers: CallHeaders): Promise<void> {
+  const abort = new AbortController();
+  const replies = ts.client.tail({ appId: "forge" }, { headers, signal: abort.signal, onHeader: () => abort.abort() });
+  try {
+    for await (const _ of replies) break;
+  } catch (err) {
+    if (!(abort.signal.aborted && failureOf(err).code === Code.CANCELLED)) throw err;
+  }
+}
+
+/** Ingest counts as answered once its one batch is acknowledged. */
+async function ingest(headers: CallHeaders): Promise<void> {
+  async function* batches() {
+    yield { batchId: 1n, log: [minimalLog({ requestId: rid("ingested") })] };
+  }
+  const acks: bigint[] = [];
+  for await (const ack of ts.client.ingest(batches(), { headers })) acks.push(ack.batchId);
+  expect(acks).toEqual([1n]);
 }
 
 const rpcs: Record<string, { access: "read" | "write"; call: Call }> = {
-  Write: { access: "write", call: (md) => unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [minimalLog()] }), md) },
-  Flush: { access: "write", call: (md) => unaryCall(ts.client, "flush", create(FlushRequestSchema, { logs }), { ...context, ...md }) },
-  SetStatus: { access: "write", call: (md) => unaryCall(ts.client, "setStatus", create(SetStatusRequestSchema, { status: "up" }), { ...context, ...md }) },
-  Read: { access: "read", call: (md) => unaryCall(ts.client, "read", create(LogReadRequestSchema, { appId: "forge" }), md) },
-  Usage: { access: "read", call: (md) => unaryCall(ts.client, "usage", create(LogUsageRequestSchema, { appId: "forge" }), md) },
-  ListStatus: { access: "read", call: (md) => unaryCall(ts.client, "listStatus", create(ListStatusRequestSchema, { appId: "forge" }), md) },
+  Write: { access: "write", call: (headers) => ts.client.write({ log: [minimalLog()] }, { headers }) },
+  Flush: { access: "write", call: (headers) => ts.client.flush({ logs }, { headers: { ...context, ...headers } }) },
+  SetStatus: { access: "write", call: (headers) => ts.client.setStatus({ status: "up" }, { headers: { ...context, ...headers } }) },
+  Ingest: { access: "write", call: ingest },
+  Read: { access: "read", call: (headers) => ts.client.read({ appId: "forge" }, { headers }) },
+  Usage: { access: "read", call: (headers) => ts.client.usage({ appId: "forge" }, { headers }) },
+  ListStatus: { access: "read", call: (headers) => ts.client.listStatus({ appId: "forge" }, { headers }) },
   Tail: { access: "read", call: tail },
 };
 
-const bearer = (name: string) => ({ authorization: `Bearer ${token[name]}` });
+const as = (name: string): CallHeaders => bearer(token[name]!).headers;
 
 type Outcome = "ok" | [number, string];
 // Made at call time: the tokens exist only once beforeAll has run.
-const callers: Record<string, (access: "read" | "write") => [Record<string, string>, Outcome]> = {
-  "no token": () => [{}, [status.UNAUTHENTICATED, "missing access token: send call metadata authorization: Bearer <token>"]],
-  "a malformed header": () => [{ authorization: "Token abc" }, [status.UNAUTHENTICATED, "authorization metadata must be one 'Bearer <token>'"]],
-  "an unknown token": () => [{ authorization: "Bearer rql_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }, [status.UNAUTHENTICATED, "invalid or revoked access token"]],
-  "a revoked token": () => [bearer("revoked"), [status.UNAUTHENTICATED, "invalid or revoked access token"]],
-  "a read token": (access) => [bearer("read"), access === "read" ? "ok" : [status.PERMISSION_DENIED, "this token lacks the write:logs scope"]],
-  "a write token": (access) => [bearer("write"), access === "write" ? "ok" : [status.PERMISSION_DENIED, "this token lacks the read:logs scope"]],
-  "an admin token": () => [bearer("admin"), "ok"],
-  "another app's admin token": () => [bearer("otherApp"), [status.PERMISSION_DENIED, 'this token is not allowed app "forge"']],
+const callers: Record<string, (access: "read" | "write") => [CallHeaders, Outcome]> = {
+  "no token": () => [{}, [Code.UNAUTHENTICATED, "missing access token: send call metadata authorization: Bearer <token>"]],
+  "a malformed header": () => [{ authorization: "Token abc" }, [Code.UNAUTHENTICATED, "authorization metadata must be one 'Bearer <token>'"]],
+  "an unknown token": () => [bearer("rql_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").headers, [Code.UNAUTHENTICATED, "invalid or revoked access token"]],
+  "a revoked token": () => [as("revoked"), [Code.UNAUTHENTICATED, "invalid or revoked access token"]],
+  "a read token": (access) => [as("read"), access === "read" ? "ok" : [Code.PERMISSION_DENIED, "this token lacks the write:logs scope"]],
+  "a write token": (access) => [as("write"), access === "write" ? "ok" : [Code.PERMISSION_DENIED, "this token lacks the read:logs scope"]],
+  "an admin token": () => [as("admin"), "ok"],
+  "another app's admin token": () => [as("otherApp"), [Code.PERMISSION_DENIED, 'this token is not allowed app "forge"']],
 };
 
 describe("access control", () => {
   const cases = Object.keys(rpcs).flatMap((rpc) => Object.keys(callers).map((who) => [rpc, who] as const));
   it.each(cases)("%s with %s", async (rpc, who) => {
     const r = rpcs[rpc]!;
-    const [md, outcome] = callers[who]!(r.access);
+    const [headers, outcome] = callers[who]!(r.access);
     if (outcome === "ok") {
-      await expect(r.call(md)).resolves.not.toThrow();
+      await expect(r.call(headers)).resolves.not.toThrow();
     } else {
-      const err = await callError(r.call(md));
+      const err = await callError(r.call(headers));
       expect(err).toEqual({ code: outcome[0], details: outcome[1], reason: "INVALID_REQUEST" });
     }
   });
 
   it("takes the app of a Flush from a token limited to one app", async () => {
-    const forgeOnly = ts.tokens.create({ name: "f", scopes: ["write:logs"], apps: ["forge"] }).token;
+    const forgeOnly = (await ts.backend.tokens.create({ name: "f", scopes: ["write:logs"], apps: ["forge"] })).token;
     const { "reqlog-app-id": _app, ...noApp } = context;
-    await unaryCall(ts.client, "flush", create(FlushRequestSchema, { logs }), { ...noApp, request: "x", authorization: `Bearer ${forgeOnly}`, "reqlog-request-id": "from-token" });
-    expect(ts.store.getRequests("forge", [new TextEncoder().encode("from-token")])).toHaveLength(1);
+    await ts.client.flush({ logs }, { headers: { ...noApp, request: "x", ...bearer(forgeOnly).headers, "reqlog-request-id": "from-token" } });
+    expect(await ts.stored(rid("from-token"))).toHaveLength(1);
   });
 
   it("keeps an app-limited token's offsets from reaching another app", async () => {
-    const page = await unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", count: 1n }), bearer("admin"));
+    const page = await ts.client.read({ appId: "forge", count: 1n }, bearer(token.admin!));
     const offset = page.log[0]!.offset!;
-    const err = await callError(unaryCall(ts.client, "read", create(LogReadRequestSchema, { appId: "other", count: 1n, offset }), bearer("otherApp")));
+    const err = await callError(ts.client.read({ appId: "other", count: 1n, offset }, bearer(token.otherApp!)));
     expect(err.details).toBe("offset is not valid for this app (altered, or from another app or database)");
   });
 });
@@ -112,17 +114,17 @@ describe("rate limit", () => {
     let clock = 0;
     const limited = await startTestServer({ limits: { rateLimit: 2 }, monotonicNow: () => clock });
     try {
-      const t = limited.tokens.create({ name: "r", scopes: ["read:logs"] }).token;
-      const read = () => unaryCall(limited.client, "read", create(LogReadRequestSchema, { appId: "forge" }), { authorization: `Bearer ${t}` });
+      const client: TestClient = limited.connect({ token: (await limited.backend.tokens.create({ name: "r", scopes: ["read:logs"] })).token });
+      const read = () => client.read({ appId: "forge" });
       await read();
       await read();
-      let refused: ServiceError | undefined;
-      await read().catch((e: ServiceError) => (refused = e));
-      expect(refused?.code).toBe(status.RESOURCE_EXHAUSTED);
-      expect(refused?.details).toBe("rate limit of 2 calls/s for this token exceeded: retry in 500 ms (limit rate-limit=2)");
-      const details = fromBinary(StatusSchema, refused!.metadata.get("grpc-status-details-bin")[0] as Buffer);
-      const retry = details.details.map((d) => anyUnpack(d, RetryInfoSchema)).find((x) => x !== undefined);
-      expect(retry?.retryDelay?.nanos).toBe(500_000_000);
+      const refused = await read().then(
+        () => undefined,
+        (err: unknown) => ConnectError.from(err),
+      );
+      expect(refused?.code).toBe(Code.RESOURCE_EXHAUSTED);
+      expect(refused?.rawMessage).toBe("rate limit of 2 calls/s for this token exceeded: retry in 500 ms (limit rate-limit=2)");
+      expect(refused?.findDetails(RetryInfoSchema)[0]?.retryDelay?.nanos).toBe(500_000_000);
       clock += 500;
       await read();
     } finally {

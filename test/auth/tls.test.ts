@@ -1,15 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { create } from "@bufbuild/protobuf";
-import { credentials, status } from "@grpc/grpc-js";
 import { generate } from "selfsigned";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LogReadRequestSchema, LogService } from "../../gen/reqlog/v1/log_service_pb.js";
-import { serverCredentials } from "../../src/grpc/tls.js";
 import { runCli } from "../../bench/harness/child-server.js";
-import { createTestClient, unaryCall } from "../helpers/test-client.js";
-import { startTestServer } from "../helpers/test-server.js";
+import { serverCredentials } from "../../src/grpc/tls.js";
+import { Code } from "../../src/reqlog-error.js";
+import { callError, createTestClient } from "../helpers/test-client.js";
+import { type TestServer, useTestServer } from "../helpers/test-server.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reqlog-tls-"));
 const files = { cert: join(dir, "server.crt"), key: join(dir, "server.key") };
@@ -33,37 +31,47 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const read = create(LogReadRequestSchema, { appId: "forge" });
+const read = { appId: "forge" };
+
+/**
+ * A Read from a client that does not get through the server's TLS; the
+ * failure is the client transport's (Connect's codes for a broken
+ * connection), as no call reaches the service.
+ */
+async function refusal(ts: TestServer, tls?: { ca: string }) {
+  const outsider = createTestClient({ server: ts.server.address, tls });
+  try {
+    return await callError(outsider.read(read));
+  } finally {
+    outsider.close();
+  }
+}
 
 describe("TLS", () => {
-  it("serves TLS clients that trust its certificate and refuses plaintext", async () => {
-    const trusted = credentials.createSsl(Buffer.from(pems.cert));
-    const ts = await startTestServer({ credentials: serverCredentials(files), clientTls: trusted });
-    try {
-      await expect(unaryCall(ts.client, "read", read)).resolves.toBeDefined();
-      const plain = createTestClient(LogService, ts.server.address);
-      const err = await unaryCall(plain, "read", read).catch((e: { code: number }) => e);
-      expect((err as { code: number }).code).toBe(status.UNAVAILABLE);
-      plain.close();
+  describe("with a certificate and key", () => {
+    const ts = useTestServer(() => ({ credentials: serverCredentials(files), clientTls: { ca: pems.cert } }));
+
+    it("serves TLS clients that trust its certificate and refuses plaintext", async () => {
+      await expect(ts.client.read(read)).resolves.toBeDefined();
+      // The TLS port drops the plaintext HTTP/2 connection.
+      expect(await refusal(ts)).toEqual({ code: Code.CANCELLED, details: "http/2 stream closed with error code CANCEL (0x8)", reason: undefined });
       const { code, stdout } = await runCli(["read", "--server", ts.server.address, "--app", "forge", "--tls", files.cert]);
       expect({ code, stdout }).toEqual({ code: 0, stdout: "" });
-    } finally {
-      await ts.close();
-    }
+    });
   });
 
-  it("requires a client certificate from the given CA with --tls-client-ca", async () => {
-    const withCert = credentials.createSsl(Buffer.from(pems.cert), Buffer.from(pems.clientprivate!), Buffer.from(pems.clientcert!));
-    const ts = await startTestServer({ credentials: serverCredentials({ ...files, clientCa: files.cert }), clientTls: withCert });
-    try {
-      await expect(unaryCall(ts.client, "read", read)).resolves.toBeDefined();
-      const noCert = createTestClient(LogService, ts.server.address, credentials.createSsl(Buffer.from(pems.cert)));
-      const err = await unaryCall(noCert, "read", read).catch((e: { code: number }) => e);
-      expect((err as { code: number }).code).toBe(status.UNAVAILABLE);
-      noCert.close();
-    } finally {
-      await ts.close();
-    }
+  describe("with --tls-client-ca", () => {
+    const ts = useTestServer(() => ({
+      credentials: serverCredentials({ ...files, clientCa: files.cert }),
+      clientTls: { ca: pems.cert, key: pems.clientprivate!, cert: pems.clientcert! },
+    }));
+
+    it("requires a client certificate from the given CA", async () => {
+      await expect(ts.client.read(read)).resolves.toBeDefined();
+      const noCert = await refusal(ts, { ca: pems.cert });
+      expect(noCert).toMatchObject({ code: Code.INTERNAL, reason: undefined });
+      expect(noCert.details).toContain("alert certificate required");
+    });
   });
 
   it("names a missing key file", () => {

@@ -1,27 +1,20 @@
 import { spawn } from "node:child_process";
 import { create } from "@bufbuild/protobuf";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LogLineSchema, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
-import { parseSeverity, parseTime } from "../../src/cli/read.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { mainScript, runCli } from "../../bench/harness/child-server.js";
+import { parseSeverity, parseTime } from "../../src/cli/read.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
+const ts = useTestServer();
 beforeEach(async () => {
-  ts = await startTestServer();
-  await unaryCall(ts.client, "write", create(WriteRequestSchema, {
-    log: [
-      minimalLog({ requestId: rid("a"), endTime: t0 + 250_000n, status: 302, ip: "203.0.113.9", resource: "/api/v1/repos/a/b/actions/artifacts/7/zip",
-        line: [create(LogLineSchema, { time: t0 + 100_000n, level: 1, logMessage: "redirecting to raw" })] }),
-      minimalLog({ requestId: rid("b"), endTime: t0 + 1_050_000n, status: 403, method: "PUT", resource: "/api/v1/user/starred/a/b",
-        line: [create(LogLineSchema, { time: t0 + 1_010_000n, level: 3, logMessage: "Stars are disabled." })] }),
-    ],
-  }));
-});
-afterEach(async () => {
-  await ts.close();
+  await ts.write(
+    minimalLog({ requestId: rid("a"), endTime: t0 + 250_000n, status: 302, ip: "203.0.113.9", resource: "/api/v1/repos/a/b/actions/artifacts/7/zip",
+      line: [create(LogLineSchema, { time: t0 + 100_000n, level: 1, logMessage: "redirecting to raw" })] }),
+    minimalLog({ requestId: rid("b"), endTime: t0 + 1_050_000n, status: 403, method: "PUT", resource: "/api/v1/user/starred/a/b",
+      line: [create(LogLineSchema, { time: t0 + 1_010_000n, level: 3, logMessage: "Stars are disabled." })] }),
+  );
 });
 
 const read = (...args: string[]) => runCli(["read", "--server", ts.server.address, "--app", "forge", ...args]);
@@ -53,7 +46,7 @@ describe("reqlog read", () => {
   it("pages through offsets up to --limit", async () => {
     const many = Array.from({ length: 1500 }, (_, i) => minimalLog({ requestId: rid(`m${i}`), endTime: t0 + 2_000_000n + BigInt(i) }));
     for (let i = 0; i < many.length; i += 500) {
-      await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: many.slice(i, i + 500) }));
+      await ts.write(...many.slice(i, i + 500));
     }
     const { stdout } = await read("--limit", "1200", "--output", "json", "--no-app-logs");
     const got = stdout.trim().split("\n").map((l) => Buffer.from(JSON.parse(l).requestId, "base64").toString());
@@ -75,9 +68,7 @@ describe("reqlog read", () => {
     await new Promise<void>((resolve) => child.stdout.once("data", () => resolve())); // the initial page
     await new Promise((r) => setTimeout(r, 300)); // the tail is opened right after the page
     const written = Date.now();
-    await unaryCall(ts.client, "write", create(WriteRequestSchema, {
-      log: [minimalLog({ requestId: rid("new"), endTime: t0 + 9_000_000n, method: "DELETE", resource: "/api/v1/admin/hooks/99", status: 404 })],
-    }));
+    await ts.write(minimalLog({ requestId: rid("new"), endTime: t0 + 9_000_000n, method: "DELETE", resource: "/api/v1/admin/hooks/99", status: 404 }));
     while (!out.includes("/api/v1/admin/hooks/99") && Date.now() - written < 5000) await new Promise((r) => setTimeout(r, 10));
     expect(Date.now() - written).toBeLessThan(1000);
     expect(out).toContain("404  DELETE   9000ms  default:v1  /api/v1/admin/hooks/99");

@@ -2,8 +2,14 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
 import { afterAll, describe, expect, it } from "vitest";
-import { mainScript, startChildServer } from "../../bench/harness/child-server.js";
+import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { mainScript, runCli, startChildServer } from "../../bench/harness/child-server.js";
+import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs } from "../../src/limits.js";
+import { Code } from "../../src/reqlog-error.js";
+import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { callError, createTestClient, failureOf, type TestClient } from "../helpers/test-client.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reqlog-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -18,8 +24,7 @@ describe("reqlog serve", () => {
     const server = await startChildServer([], { REQLOG_LISTEN: "127.0.0.1:0", REQLOG_DB: db });
     expect(server.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(server.stderr()).toContain(`"db":${JSON.stringify(db)}`);
-    server.process.kill("SIGTERM");
-    expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(await server.stop()).toEqual({ code: 0, signal: null });
     expect(server.stderr()).toContain('"msg":"stopped"');
   });
 
@@ -36,11 +41,167 @@ describe("reqlog serve", () => {
     expect(result.stderr).toContain("--max-line-bytes: \"lots\" is not a whole number ≥ 1");
   });
 
-  it("lists every limit in its help", () => {
-    const result = run(["serve", "--help"]);
-    for (const flag of ["--max-message-bytes", "--max-records-per-write", "--max-lines-per-flush", "--max-line-bytes", "--max-status-bytes"]) {
-      expect(result.stdout).toContain(flag);
+  it("lists every limit in its help, with its default and environment variable", () => {
+    const help = run(["serve", "--help"]).stdout.replace(/\s+/g, " ");
+    expect(help).toContain("--max-line-bytes <n> limit: bytes of one app log line's message (default: 65536, env: REQLOG_MAX_LINE_BYTES)");
+    for (const name of limitNames) {
+      const spec = limitSpecs[name];
+      expect(help).toContain(`--${limitFlag(name)} <n> limit: ${spec.description} (default: ${spec.default}, env: ${limitEnv(name)})`);
     }
-    expect(result.stdout).toContain("REQLOG_MAX_LINE_BYTES");
+  });
+});
+
+/**
+ * How a limit shows that the server runs with a given value: a value other
+ * than the default, and a check that fails under the default.
+ */
+interface Probe {
+  value: number;
+  check(client: TestClient): Promise<void>;
+  /** The server needs an access token (the rate limit counts per token). */
+  token?: boolean;
+}
+
+/** The call is refused over the limit, with the limit's code and its message naming the value in force. */
+async function expectOver(call: Promise<unknown>, name: LimitName, value: number) {
+  const refused = await callError(call);
+  expect(refused.code).toBe(Code[limitSpecs[name].code]);
+  expect(refused.details).toMatch(new RegExp(`, over the limit ${limitFlag(name)}=${value}(:|$)`));
+}
+
+const writeOf = (...logs: Parameters<typeof minimalLog>[0][]) => ({ log: logs.map((l) => minimalLog(l)) });
+
+/** Writes n records, r0 (oldest) … r{n-1}, 1000 per Write. */
+async function writeMany(client: TestClient, n: number) {
+  for (let i = 0; i < n; i += 1000) {
+    const ids = Array.from({ length: Math.min(1000, n - i) }, (_, j) => i + j);
+    await client.write(writeOf(...ids.map((k) => ({ requestId: rid(`r${k}`), endTime: t0 + BigInt(k) }))));
+  }
+}
+
+const probes: Record<LimitName, Probe> = {
+  maxMessageBytes: {
+    value: 4096,
+    // Between the limit and twice it, the service's own check answers (beyond, grpc-js refuses the bytes).
+    check: (client) => expectOver(client.write(writeOf({ userAgent: "x".repeat(5000) })), "maxMessageBytes", 4096),
+  },
+  maxRecordsPerWrite: {
+    value: 2,
+    check: (client) => expectOver(client.write(writeOf({ requestId: rid("a") }, { requestId: rid("b") }, { requestId: rid("c") })), "maxRecordsPerWrite", 2),
+  },
+  maxLinesPerFlush: {
+    value: 2,
+    check: (client) => {
+      const line = Array.from({ length: 3 }, (_, i) => create(LogLineSchema, { time: t0 + BigInt(i), level: 1, logMessage: "m" }));
+      return expectOver(client.write(writeOf({ line })), "maxLinesPerFlush", 2);
+    },
+  },
+  maxLineBytes: {
+    value: 10,
+    check: (client) => {
+      const line = [create(LogLineSchema, { time: t0, level: 1, logMessage: "x".repeat(11) })];
+      return expectOver(client.write(writeOf({ line })), "maxLineBytes", 10);
+    },
+  },
+  maxStatusBytes: {
+    value: 5,
+    check: (client) =>
+      expectOver(client.setStatus({ status: "running" }, { headers: { "reqlog-app-id": "forge", "reqlog-version-id": "v1" } }), "maxStatusBytes", 5),
+  },
+  maxRegexBytes: {
+    value: 3,
+    check: (client) => expectOver(client.read({ appId: "forge", combinedLogRegex: "abcd" }), "maxRegexBytes", 3),
+  },
+  readScanRows: {
+    value: 5,
+    async check(client) {
+      await writeMany(client, 20);
+      // No record has a CRITICAL line: the scan stops past its 5 rows (r19 … r15) at r14, and says where.
+      const page = await client.read({ appId: "forge", minimumLogLevel: 4, count: 10n });
+      expect(page.log).toEqual([]);
+      expect(page.offset).toBeDefined();
+      expect(page.lastEndTime).toBe(t0 + 14n);
+    },
+  },
+  readScanMs: {
+    value: 1,
+    async check(client) {
+      // A full scan of these rows takes tens of ms; 1 ms ends it within a few hundred.
+      await writeMany(client, 5000);
+      const page = await client.read({ appId: "forge", combinedLogRegex: "(a+)+$", count: 10n });
+      expect(page.offset).toBeDefined();
+      expect(page.lastEndTime).toBeGreaterThan(t0);
+    },
+  },
+  maxUsageRecords: {
+    value: 3,
+    check: (client) => expectOver(client.usage({ appId: "forge", startTime: 0, endTime: 4 * 3600, resolutionHours: 1 }), "maxUsageRecords", 3),
+  },
+  maxTails: {
+    value: 1,
+    async check(client) {
+      const first = new AbortController();
+      const inPlace = new Promise<void>((resolve) => {
+        const tail = client.tail({ appId: "forge" }, { signal: first.signal, onHeader: () => resolve() });
+        tail[Symbol.asyncIterator]().next().catch(() => undefined);
+      });
+      try {
+        await inPlace;
+        const second = client.tail({ appId: "forge" })[Symbol.asyncIterator]().next();
+        await expectOver(second, "maxTails", 1);
+      } finally {
+        first.abort();
+      }
+    },
+  },
+  rateLimit: {
+    value: 3,
+    token: true,
+    async check(client) {
+      // Sent at once: the fourth within the same second finds the token's bucket empty.
+      const outcomes = await Promise.allSettled(Array.from({ length: 4 }, () => client.read({ appId: "forge" })));
+      const refused = outcomes.flatMap((o) => (o.status === "rejected" ? [failureOf(o.reason)] : []));
+      expect(refused.length).toBeGreaterThan(0);
+      for (const r of refused) {
+        expect(r.code).toBe(Code.RESOURCE_EXHAUSTED);
+        expect(r.details).toMatch(/^rate limit of 3 calls\/s for this token exceeded: retry in \d+ ms \(limit rate-limit=3\)$/);
+      }
+    },
+  },
+};
+
+/** A `reqlog serve` child with one limit set by its flag or its environment variable, and a client of it. */
+async function serveWith(name: LimitName, via: "flag" | "env", probe: Probe) {
+  const db = join(dir, `${name}-${via}.db`);
+  const token = probe.token ? (await runCli(["token", "create", "--db", db, "--scope", "admin"])).stdout.trim() : undefined;
+  const value = String(probe.value);
+  const server = await startChildServer(
+    ["--listen", "127.0.0.1:0", "--db", db, ...(via === "flag" ? [`--${limitFlag(name)}`, value] : [])],
+    via === "env" ? { [limitEnv(name)]: value } : {},
+  );
+  const client = createTestClient({ server: server.address, token });
+  return {
+    client,
+    // The server stops first: a connection closed just before SIGTERM can hold its drain until the shutdown timeout.
+    async stop() {
+      expect(await server.stop()).toEqual({ code: 0, signal: null });
+      client.close();
+    },
+  };
+}
+
+// Every limit in limits.ts, so that a limit added there without a way to set it fails here.
+describe.concurrent("every limit takes effect from its flag and from its environment variable", () => {
+  const cases = limitNames.flatMap((name) => [[name, "flag"], [name, "env"]] as const);
+  it.each(cases)("%s from its %s", async (name, via) => {
+    const probe = probes[name];
+    expect(probe, `no probe shows ${name} in effect: add one to \`probes\``).toBeDefined();
+    expect(probe.value).not.toBe(limitSpecs[name].default);
+    const served = await serveWith(name, via, probe);
+    try {
+      await probe.check(served.client);
+    } finally {
+      await served.stop();
+    }
   });
 });

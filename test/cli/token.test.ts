@@ -1,13 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { create } from "@bufbuild/protobuf";
-import { status } from "@grpc/grpc-js";
 import { afterAll, describe, expect, it } from "vitest";
-import { LogReadRequestSchema, LogService, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { runCli, startChildServer } from "../../bench/harness/child-server.js";
+import { Code } from "../../src/reqlog-error.js";
 import { minimalLog } from "../helpers/fixtures.js";
-import { callError, createTestClient, unaryCall } from "../helpers/test-client.js";
+import { bearer, callError, createTestClient } from "../helpers/test-client.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reqlog-token-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,21 +24,21 @@ describe("reqlog token", () => {
 
     // With a token configured, a non-loopback address is allowed.
     const server = await startChildServer(["--listen", "0.0.0.0:0", "--db", db]);
+    const client = createTestClient({ server: server.address.replace("0.0.0.0", "127.0.0.1") });
     try {
-      const client = createTestClient(LogService, server.address.replace("0.0.0.0", "127.0.0.1"));
-      const read = create(LogReadRequestSchema, { appId: "forge" });
-      await unaryCall(client, "read", read, { authorization: `Bearer ${token}` });
-      expect((await callError(unaryCall(client, "read", read))).code).toBe(status.UNAUTHENTICATED);
-      const write = await callError(unaryCall(client, "write", create(WriteRequestSchema, { log: [minimalLog()] }), { authorization: `Bearer ${token}` }));
-      expect(write).toEqual({ code: status.PERMISSION_DENIED, details: "this token lacks the write:logs scope", reason: "INVALID_REQUEST" });
+      const read = { appId: "forge" };
+      await client.read(read, bearer(token));
+      expect((await callError(client.read(read))).code).toBe(Code.UNAUTHENTICATED);
+      const write = await callError(client.write({ log: [minimalLog()] }, bearer(token)));
+      expect(write).toEqual({ code: Code.PERMISSION_DENIED, details: "this token lacks the write:logs scope", reason: "INVALID_REQUEST" });
 
       expect((await runCli(["token", "revoke", "--db", db, "1"])).stdout).toBe("revoked token 1\n");
-      const revoked = await callError(unaryCall(client, "read", read, { authorization: `Bearer ${token}` }));
+      const revoked = await callError(client.read(read, bearer(token)));
       expect(revoked.details).toBe("invalid or revoked access token");
-      client.close();
     } finally {
-      server.process.kill("SIGTERM");
-      await server.exited;
+      // Stopped before the client closes its connection (closed just before SIGTERM, it can hold the drain to the timeout).
+      await server.stop();
+      client.close();
     }
     expect((await runCli(["token", "list", "--db", db])).stdout).toMatch(/^\s+1\s+revoked\s+/m);
   });

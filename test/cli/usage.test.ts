@@ -1,27 +1,20 @@
-import { create } from "@bufbuild/protobuf";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../../bench/harness/child-server.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
-import { unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
+const ts = useTestServer();
 const h0 = 1_795_003_200n * 1_000_000n; // 2026-11-18T12:00:00Z
 const hour = 3_600_000_000n;
 
 beforeEach(async () => {
-  ts = await startTestServer();
   const logs = [];
   // v1: 1, 3, 0, 2 requests in four hours; v2: 4 in the third hour.
   for (const [h, n] of [[0, 1], [1, 3], [3, 2]] as const) {
     for (let i = 0; i < n; i++) logs.push(minimalLog({ requestId: rid(`v1-${h}-${i}`), versionId: "v1", startTime: h0 + BigInt(h) * hour, endTime: h0 + BigInt(h) * hour + 10n }));
   }
   for (let i = 0; i < 4; i++) logs.push(minimalLog({ requestId: rid(`v2-${i}`), versionId: "v2", startTime: h0 + 2n * hour, endTime: h0 + 2n * hour + 10n }));
-  await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: logs }));
-});
-afterEach(async () => {
-  await ts.close();
+  await ts.write(...logs);
 });
 
 const usage = (...args: string[]) => runCli(["usage", "--server", ts.server.address, "--app", "forge", ...args]);

@@ -1,22 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { create } from "@bufbuild/protobuf";
-import type { ClientReadableStream, ServiceError } from "@grpc/grpc-js";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  Health,
-  HealthCheckRequestSchema,
-  type HealthCheckResponse,
-  HealthCheckResponse_ServingStatus as Serving,
-} from "../../gen/health/v1/health_pb.js";
-import { LogService, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
-import { systemClock } from "../../src/clock.js";
-import { openDatabase } from "../../src/store/sqlite/open-database.js";
-import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { HealthCheckResponse_ServingStatus as Serving } from "../../gen/health/v1/health_pb.js";
+import { openSqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { startChildServer } from "../../bench/harness/child-server.js";
+import { createHealthClient } from "../../bench/harness/health-client.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { createTestClient, unaryCall } from "../helpers/test-client.js";
+import { createTestClient, failureOf } from "../helpers/test-client.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reqlog-sigterm-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -25,12 +16,12 @@ describe("SIGTERM under load", () => {
   it("goes NOT_SERVING first, lets in-flight calls finish, keeps every acknowledged write, and exits in time", async () => {
     const db = join(dir, "term.db");
     const server = await startChildServer(["--listen", "127.0.0.1:0", "--db", db, "--shutdown-timeout", "3s"]);
-    const client = createTestClient(LogService, server.address);
-    const health = createTestClient(Health, server.address);
+    const client = createTestClient({ server: server.address });
+    const health = createHealthClient(server.address);
     const events: string[] = [];
-    const watch = (health.watch as (r: unknown) => ClientReadableStream<HealthCheckResponse>)(create(HealthCheckRequestSchema, { service: "" }));
-    watch.on("data", (r: HealthCheckResponse) => events.push(`health ${Serving[r.status]}`));
-    watch.on("error", () => undefined);
+    const watching = (async () => {
+      for await (const r of health.watch({ service: "" })) events.push(`health ${Serving[r.status]}`);
+    })().catch(() => undefined); // the stream breaks off when the server exits
 
     let termSent = false;
     const acked: string[] = [];
@@ -40,10 +31,10 @@ describe("SIGTERM under load", () => {
         const id = `w${w}-${i}`;
         const startedBeforeTerm = !termSent;
         try {
-          await unaryCall(client, "write", create(WriteRequestSchema, { log: [minimalLog({ requestId: rid(id), endTime: t0 + BigInt(i) })] }));
+          await client.write({ log: [minimalLog({ requestId: rid(id), endTime: t0 + BigInt(i) })] });
           acked.push(id);
         } catch (err) {
-          if (startedBeforeTerm) failedBeforeTerm.push(`${id}: ${(err as ServiceError).details}`);
+          if (startedBeforeTerm) failedBeforeTerm.push(`${id}: ${failureOf(err).details}`);
           return;
         }
       }
@@ -52,10 +43,10 @@ describe("SIGTERM under load", () => {
     await new Promise((r) => setTimeout(r, 500));
     const termAt = Date.now();
     termSent = true;
-    server.process.kill("SIGTERM");
-    const exit = await server.exited;
+    const exit = await server.stop();
     const exitedAfterMs = Date.now() - termAt;
     await Promise.all(writers);
+    await watching;
     client.close();
     health.close();
 
@@ -67,12 +58,12 @@ describe("SIGTERM under load", () => {
     expect(failedBeforeTerm).toEqual([]);
     expect(acked.length).toBeGreaterThan(20);
 
-    const database = openDatabase({ path: db });
+    const backend = openSqliteBackend({ path: db, readWorkers: 0 });
     try {
-      const stored = createSqliteStore(database, systemClock).getRequests("forge", acked.map(rid));
+      const stored = await backend.store.getRequests("forge", acked.map(rid), new AbortController().signal);
       expect(stored).toHaveLength(acked.length);
     } finally {
-      database.close();
+      await backend.close();
     }
   });
 });

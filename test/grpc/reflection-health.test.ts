@@ -1,52 +1,40 @@
 import { create, type DescService, fromBinary } from "@bufbuild/protobuf";
 import { FieldDescriptorProto_Label, FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { type Client, type ClientDuplexStream, type ClientReadableStream, credentials, makeGenericClientConstructor } from "@grpc/grpc-js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { afterEach, describe, expect, it } from "vitest";
 import * as reflectionV1 from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as reflectionV1alpha from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import {
-  Health,
-  HealthCheckRequestSchema,
-  type HealthCheckResponse,
-  HealthCheckResponse_ServingStatus as ServingStatus,
-} from "../../gen/health/v1/health_pb.js";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/health/v1/health_pb.js";
 import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
-import { clientDefinition } from "../../src/grpc/service-definition.js";
-import { unaryCall, type TestClient } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-const clients: Client[] = [];
-beforeEach(async () => {
-  ts = await startTestServer();
-});
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await ts.close();
+const ts = useTestServer();
+// Registered after the server's hooks, so run before it stops.
+const sessions: Http2SessionManager[] = [];
+afterEach(() => {
+  for (const s of sessions.splice(0)) s.abort();
 });
 
-function client(service: DescService): TestClient {
-  const Ctor = makeGenericClientConstructor(clientDefinition(service), service.typeName);
-  const c = new Ctor(ts.server.address, credentials.createInsecure()) as unknown as TestClient;
-  clients.push(c);
-  return c;
+/** A generated client of one of the server's other services, over gRPC as the LogService client speaks it. */
+function client<S extends DescService>(service: S): Client<S> {
+  const baseUrl = `http://${ts.server.address}`;
+  const sessionManager = new Http2SessionManager(baseUrl);
+  sessions.push(sessionManager);
+  return createClient(service, createGrpcTransport({ baseUrl, sessionManager }));
 }
 
 type Reflection = typeof reflectionV1 | typeof reflectionV1alpha;
 
 /** One request/response exchange on the bidi reflection stream. */
-async function reflect(version: Reflection, messageRequest: { case: string; value: string }) {
-  const stream = (client(version.ServerReflection).serverReflectionInfo as () => ClientDuplexStream<unknown, unknown>)();
-  const reply = new Promise<reflectionV1.ServerReflectionResponse>((resolve, reject) => {
-    stream.once("data", (r) => resolve(r as reflectionV1.ServerReflectionResponse));
-    stream.once("error", reject);
-  });
-  stream.write(create(version.ServerReflectionRequestSchema as typeof reflectionV1.ServerReflectionRequestSchema, {
-    messageRequest: messageRequest as reflectionV1.ServerReflectionRequest["messageRequest"],
-  }));
-  const response = await reply;
-  stream.end();
-  return response;
+async function reflect(version: Reflection, messageRequest: reflectionV1.ServerReflectionRequest["messageRequest"]) {
+  // v1 and v1alpha have the same shape; the descriptors (not the types) decide the wire names.
+  const v = version as typeof reflectionV1;
+  async function* requests() {
+    yield create(v.ServerReflectionRequestSchema, { messageRequest });
+  }
+  for await (const response of client(v.ServerReflection).serverReflectionInfo(requests())) return response;
+  throw new Error("the reflection stream ended without a response");
 }
 
 describe.each([
@@ -83,24 +71,24 @@ describe("health", () => {
   it("reports SERVING, then NOT_SERVING once shutdown starts", async () => {
     const health = client(Health);
     for (const service of ["", "reqlog.v1.LogService"]) {
-      const reply = await unaryCall<HealthCheckResponse>(health, "check", create(HealthCheckRequestSchema, { service }));
-      expect(reply.status).toBe(ServingStatus.SERVING);
+      expect((await health.check({ service })).status).toBe(ServingStatus.SERVING);
     }
-    const watch = (health.watch as (r: unknown) => ClientReadableStream<HealthCheckResponse>)(
-      create(HealthCheckRequestSchema, { service: "reqlog.v1.LogService" }),
-    );
     const seen: ServingStatus[] = [];
-    const notServing = new Promise<void>((resolve) => {
-      watch.on("data", (r: HealthCheckResponse) => {
-        seen.push(r.status);
-        if (r.status === ServingStatus.NOT_SERVING) resolve();
-      });
-      watch.on("error", () => undefined);
-    });
-    await new Promise((r) => setTimeout(r, 50));
+    let firstReply!: () => void;
+    const watching = new Promise<void>((resolve) => (firstReply = resolve));
+    // Leaving the loop does not end the call: aborting does (else the shutdown waits for it to time out).
+    const cancel = new AbortController();
+    const watched = (async () => {
+      for await (const reply of health.watch({ service: "reqlog.v1.LogService" }, { signal: cancel.signal })) {
+        seen.push(reply.status);
+        firstReply();
+        if (reply.status === ServingStatus.NOT_SERVING) return;
+      }
+    })();
+    await Promise.race([watching, watched]);
     const stopped = ts.server.shutdown();
-    await notServing;
-    watch.cancel();
+    await watched;
+    cancel.abort();
     await stopped;
     expect(seen).toEqual([ServingStatus.SERVING, ServingStatus.NOT_SERVING]);
   });

@@ -1,4 +1,4 @@
-import { connect } from "node:http2";
+import { connect, type IncomingHttpHeaders } from "node:http2";
 import { type DescMessage, fromBinary, type Message } from "@bufbuild/protobuf";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorInfoSchema, StatusSchema } from "../../gen/google/rpc/status_pb.js";
@@ -87,7 +87,7 @@ export function rawUnaryCall(address: string, path: string, bytes: Uint8Array): 
     const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
     const chunks: Buffer[] = [];
     stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-    stream.on("trailers", (trailers) => {
+    const finish = (trailers: IncomingHttpHeaders) => {
       const code = Number(trailers["grpc-status"]);
       const body = Buffer.concat(chunks);
       session.close();
@@ -99,7 +99,12 @@ export function rawUnaryCall(address: string, path: string, bytes: Uint8Array): 
       const failed = new ConnectError(message, code);
       failed.details.push(...incoming);
       reject(failed);
+    };
+    // An error before any reply comes "trailers-only": the status is in the response headers.
+    stream.on("response", (headers) => {
+      if (headers["grpc-status"] !== undefined) finish(headers);
     });
+    stream.on("trailers", finish);
     stream.on("error", reject);
     const frame = Buffer.alloc(5 + bytes.length);
     frame.writeUInt32BE(bytes.length, 1);

@@ -1,38 +1,34 @@
-import { create } from "@bufbuild/protobuf";
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  LogReadRequestSchema,
-  type LogReadResponse,
-  type RequestLog,
-  WriteRequestSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
+import type { LogReadResponse, RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { Limits } from "../../src/limits.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { unaryCall } from "../helpers/test-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
+// Each test needs its own budget: it starts its server with those limits.
+let ts: TestServer | undefined;
 afterEach(async () => {
-  await ts.close();
+  await ts?.close();
+  ts = undefined;
 });
 
-async function writeMany(n: number, resource: (i: number) => string) {
+/** A server with these limits, holding `n` finished records r0…r(n-1), r(n-1) the newest. */
+async function serverWith(limits: Partial<Limits>, n: number, resource: (i: number) => string): Promise<TestServer> {
+  ts = await startTestServer({ limits });
   for (let i = 0; i < n; i += 1000) {
     const logs: RequestLog[] = [];
     for (let j = i; j < Math.min(n, i + 1000); j++) {
       logs.push(minimalLog({ requestId: rid(`r${j}`), endTime: t0 + BigInt(j), resource: resource(j) }));
     }
-    await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: logs }));
+    await ts.write(...logs);
   }
+  return ts;
 }
 
-const read = (init: Parameters<typeof create<typeof LogReadRequestSchema>>[1]) =>
-  unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", ...init }));
 const ids = (r: LogReadResponse) => r.log.map((l) => new TextDecoder().decode(l.requestId));
 
 describe("the scan budget", () => {
   it("returns what it found when the row budget is spent, with an offset that continues exactly", async () => {
-    ts = await startTestServer({ limits: { readScanRows: 50 } });
-    await writeMany(300, (i) => (i % 30 === 0 ? `/match-me/${i}` : `/other/${i}`));
+    const { read } = await serverWith({ readScanRows: 50 }, 300, (i) => (i % 30 === 0 ? `/match-me/${i}` : `/other/${i}`));
     const first = await read({ count: 20n, combinedLogRegex: "match-me" });
     // Newest first: r299 … r250 are the budget, r270 the only match among
     // them; r249, the first row past it, is checked and ends the page.
@@ -54,8 +50,7 @@ describe("the scan budget", () => {
   });
 
   it("returns the row past the budget when it matches, and goes on after it", async () => {
-    ts = await startTestServer({ limits: { readScanRows: 10 } });
-    await writeMany(100, (i) => `/match-me/${i}`);
+    const { read } = await serverWith({ readScanRows: 10 }, 100, (i) => `/match-me/${i}`);
     const first = await read({ count: 20n, combinedLogRegex: "match-me" });
     expect(ids(first)).toEqual(Array.from({ length: 11 }, (_, i) => `r${99 - i}`));
     const second = await read({ count: 20n, combinedLogRegex: "match-me", offset: first.offset! });
@@ -63,8 +58,7 @@ describe("the scan budget", () => {
   });
 
   it("stops a scan whose filters match nothing (a level no request has) at the budget", async () => {
-    ts = await startTestServer({ limits: { readScanRows: 100 } });
-    await writeMany(1000, (i) => `/r/${i}`);
+    const { read } = await serverWith({ readScanRows: 100 }, 1000, (i) => `/r/${i}`);
     const page = await read({ minimumLogLevel: 4, count: 10n });
     expect(page.log).toEqual([]);
     expect(page.offset).toBeDefined();
@@ -72,8 +66,7 @@ describe("the scan budget", () => {
   });
 
   it("stops a catastrophic pattern over many rows at the time budget", async () => {
-    ts = await startTestServer({ limits: { readScanMs: 1, readScanRows: 1_000_000 } });
-    await writeMany(20_000, (i) => `/${"a".repeat(40)}${i}`);
+    const { read } = await serverWith({ readScanMs: 1, readScanRows: 1_000_000 }, 20_000, (i) => `/${"a".repeat(40)}${i}`);
     const page = await read({ combinedLogRegex: "(a+)+$", count: 10n });
     // RE2 runs in linear time; the time budget ends the scan well before 20,000 rows.
     expect(page.offset).toBeDefined();

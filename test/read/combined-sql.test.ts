@@ -1,20 +1,11 @@
-import { create } from "@bufbuild/protobuf";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { describe, expect, it } from "vitest";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { combinedSql } from "../../src/store/sqlite/combined-sql.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
-import { unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-beforeAll(async () => {
-  ts = await startTestServer();
-});
-afterAll(async () => {
-  await ts.close();
-});
+const ts = useTestServer();
 
 // Field text: mostly plain, sometimes with the characters that need escaping.
 const text = fc.oneof(
@@ -47,13 +38,14 @@ describe("the combined line in SQL", () => {
           const requestId = rid(`c${n++}`);
           const log = minimalLog({ requestId, ...fields, endTime: fields.startTime + fields.latency });
           const expected = formatCombined(log);
-          await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [log] }));
+          await ts.write(log);
           const inSql = ts.db
             .prepare(`SELECT ${combinedSql} FROM requests r WHERE r.request_id = ?`)
             .pluck()
             .get(Buffer.from(requestId));
           expect(inSql).toBe(expected);
-          expect(ts.store.getRequests("forge", [requestId])[0]!.combined).toBe(expected);
+          const [stored] = await ts.stored(requestId);
+          expect(stored!.combined).toBe(expected);
         },
       ),
       { numRuns: 300 },
@@ -61,8 +53,8 @@ describe("the combined line in SQL", () => {
   });
 
   it("stores nothing for a line it can derive", async () => {
-    await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [minimalLog({ requestId: rid("plain"), ip: "192.0.2.7" })] }));
-    await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [minimalLog({ requestId: rid("quoted"), userAgent: 'say "hi"' })] }));
+    await ts.write(minimalLog({ requestId: rid("plain"), ip: "192.0.2.7" }));
+    await ts.write(minimalLog({ requestId: rid("quoted"), userAgent: 'say "hi"' }));
     const stored = (id: string) =>
       ts.db.prepare("SELECT combined FROM requests WHERE request_id = ?").pluck().get(Buffer.from(id));
     expect(stored("plain")).toBeNull();

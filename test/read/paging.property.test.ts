@@ -1,27 +1,12 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  FlushRequestSchema,
-  LogModuleVersionSchema,
-  LogReadRequestSchema,
-  type LogReadResponse,
-  UserAppLogGroupSchema,
-  UserAppLogLineSchema,
-  WriteRequestSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
+import { describe, expect, it } from "vitest";
+import { UserAppLogGroupSchema, UserAppLogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { type ReadInit, useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-beforeAll(async () => {
-  ts = await startTestServer();
-});
-afterAll(async () => {
-  await ts.close();
-});
+const ts = useTestServer();
 
 /** The model of one stored request, as the contract describes it. */
 interface Model {
@@ -112,12 +97,10 @@ describe("paging (property)", () => {
             const existing = models.get(requestId);
             if (op.kind === "write") {
               const end = t0 + BigInt(op.end) * 100n;
-              await unaryCall(ts.client, "write", create(WriteRequestSchema, {
-                log: [minimalLog({
-                  appId: app, versionId: versions[op.version], requestId: rid(requestId), startTime: t0,
-                  endTime: op.finished ? end : 0n, finished: op.finished, status: statuses[op.status],
-                  ...(hosts[op.host] ? { host: hosts[op.host] } : {}),
-                })],
+              await ts.write(minimalLog({
+                appId: app, versionId: versions[op.version], requestId: rid(requestId), startTime: t0,
+                endTime: op.finished ? end : 0n, finished: op.finished, status: statuses[op.status],
+                ...(hosts[op.host] ? { host: hosts[op.host] } : {}),
               }));
               if (existing && existing.hasRecord && existing.finished && !op.finished) return;
               const m = existing ?? { order: created++, app, requestId, maxLevel: -1 } as Model;
@@ -130,8 +113,8 @@ describe("paging (property)", () => {
               const logs = toBinary(UserAppLogGroupSchema, create(UserAppLogGroupSchema, {
                 logLine: [create(UserAppLogLineSchema, { timestampUsec: t0 + 5n, level: BigInt(op.level), message: "m" })],
               }));
-              await unaryCall(ts.client, "flush", create(FlushRequestSchema, { logs }), {
-                "reqlog-app-id": app, "reqlog-version-id": "v1", "reqlog-request-id": requestId,
+              await ts.client.flush({ logs }, {
+                headers: { "reqlog-app-id": app, "reqlog-version-id": "v1", "reqlog-request-id": requestId },
               });
               if (existing) {
                 existing.maxLevel = Math.max(existing.maxLevel, op.level);
@@ -168,28 +151,25 @@ describe("paging (property)", () => {
           // Records that keep matching at every page must come exactly once.
           const alwaysMatching = new Set(reference);
 
-          const request = (offset?: Uint8Array) =>
-            create(LogReadRequestSchema, {
-              appId: app,
-              count: BigInt(count),
-              includeIncomplete: filter.includeIncomplete,
-              ...(filter.version !== undefined
-                ? { moduleVersion: [create(LogModuleVersionSchema, { versionId: versions[filter.version] })] }
-                : {}),
-              ...(filter.minimumLogLevel !== undefined ? { minimumLogLevel: filter.minimumLogLevel } : {}),
-              ...(filter.window
-                ? { startTime: t0 + BigInt(filter.window[0]) * 100n, endTime: t0 + BigInt(filter.window[1]) * 100n }
-                : {}),
-              ...(filter.statusRegex !== undefined ? { combinedLogRegex: statusRegexes[filter.statusRegex] } : {}),
-              ...(filter.hostRegex !== undefined ? { hostRegex: hostRegexes[filter.hostRegex] } : {}),
-              ...(offset ? { offset: { requestId: offset } } : {}),
-            });
+          const request = (offset?: Uint8Array): ReadInit => ({
+            appId: app,
+            count: BigInt(count),
+            includeIncomplete: filter.includeIncomplete,
+            ...(filter.version !== undefined ? { moduleVersion: [{ versionId: versions[filter.version] }] } : {}),
+            ...(filter.minimumLogLevel !== undefined ? { minimumLogLevel: filter.minimumLogLevel } : {}),
+            ...(filter.window
+              ? { startTime: t0 + BigInt(filter.window[0]) * 100n, endTime: t0 + BigInt(filter.window[1]) * 100n }
+              : {}),
+            ...(filter.statusRegex !== undefined ? { combinedLogRegex: statusRegexes[filter.statusRegex] } : {}),
+            ...(filter.hostRegex !== undefined ? { hostRegex: hostRegexes[filter.hostRegex] } : {}),
+            ...(offset ? { offset: { requestId: offset } } : {}),
+          });
 
           const seen: string[] = [];
           let offset: Uint8Array | undefined;
           let pages = 0;
           do {
-            const page: LogReadResponse = await unaryCall(ts.client, "read", request(offset));
+            const page = await ts.read(request(offset));
             for (const log of page.log) seen.push(new TextDecoder().decode(log.requestId));
             expect(page.log.length).toBeLessThanOrEqual(count);
             offset = page.offset?.requestId;

@@ -1,39 +1,20 @@
-import { create, isFieldSet, type MessageInitShape } from "@bufbuild/protobuf";
-import { status } from "@grpc/grpc-js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { create, isFieldSet } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
 import {
   LogLineSchema,
   LogModuleVersionSchema,
   LogOffsetSchema,
-  type LogReadRequest,
-  LogReadRequestSchema,
   type LogReadResponse,
   LogReadResponseSchema,
-  type RequestLog,
   RequestLogSchema,
-  WriteRequestSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
+import { Code } from "../../src/reqlog-error.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { callError, unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { callError } from "../helpers/test-client.js";
+import { type ReadInit, useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-beforeEach(async () => {
-  ts = await startTestServer();
-});
-afterEach(async () => {
-  await ts.close();
-});
-
-type ReadInit = Omit<Exclude<MessageInitShape<typeof LogReadRequestSchema>, LogReadRequest>, "$typeName">;
-
-function read(init: ReadInit = {}): Promise<LogReadResponse> {
-  return unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", ...init }));
-}
-
-async function write(...logs: RequestLog[]) {
-  await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: logs }));
-}
+const ts = useTestServer();
+const { read, write } = ts;
 
 const ids = (r: LogReadResponse) => r.log.map((l) => new TextDecoder().decode(l.requestId));
 
@@ -145,10 +126,9 @@ describe("Read", () => {
     ["a malformed offset", { offset: create(LogOffsetSchema, { requestId: rid("garbage") }) }, "offset is malformed: pass back an offset exactly as a Read returned it"],
     ["no app_id", { appId: undefined }, "required field not set: app_id"],
   ])("refuses %s with INVALID_ARGUMENT", async (_name, init, message) => {
-    const request = create(LogReadRequestSchema, { appId: "forge", ...init });
-    if (init.appId === undefined && "appId" in init) delete (request as { appId?: string }).appId;
-    const err = await callError(unaryCall(ts.client, "read", request));
-    expect(err).toEqual({ code: status.INVALID_ARGUMENT, details: message, reason: "INVALID_REQUEST" });
+    // An init field left undefined (app_id) is not sent at all.
+    const err = await callError(read(init));
+    expect(err).toEqual({ code: Code.INVALID_ARGUMENT, details: message, reason: "INVALID_REQUEST" });
   });
 
   it("refuses a tampered offset and another app's offset", async () => {
@@ -159,8 +139,8 @@ describe("Read", () => {
     tampered[5] = tampered[5]! ^ 0x01;
     const message = "offset is not valid for this app (altered, or from another app or database)";
     for (const [appId, bytes] of [["forge", tampered], ["other", offset]] as const) {
-      const err = await callError(unaryCall(ts.client, "read", create(LogReadRequestSchema, { appId, offset: { requestId: bytes } })));
-      expect(err).toEqual({ code: status.INVALID_ARGUMENT, details: message, reason: "INVALID_REQUEST" });
+      const err = await callError(read({ appId, offset: { requestId: bytes } }));
+      expect(err).toEqual({ code: Code.INVALID_ARGUMENT, details: message, reason: "INVALID_REQUEST" });
     }
   });
 });

@@ -1,15 +1,12 @@
-import { create } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import RE2 from "re2";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LogReadRequestSchema, type LogReadResponse, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { describe, expect, it } from "vitest";
 import { createRandom } from "../../bench/forge-traffic.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { requiredLiterals } from "../../src/query/regex-literals.js";
 import { combinedPrefilterSql } from "../../src/store/sqlite/combined-sql.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/test-server.js";
 
 type Random = ReturnType<typeof createRandom>;
 
@@ -102,14 +99,6 @@ describe("required literals of a pattern", () => {
   });
 });
 
-let ts: TestServer;
-beforeAll(async () => {
-  ts = await startTestServer();
-});
-afterAll(async () => {
-  await ts.close();
-});
-
 // Field text from a few pieces, so patterns made of the same pieces match now and then;
 // quotes, backslashes and tabs make some lines stored rather than derived.
 const piece = fc.constantFrom("go.mod", "/raw/", "ci-bot", "Mozilla/5.0", " ", "[x]", '"q"', "a\\b", "\t", "é", "500", "Nov", "-", "😀");
@@ -118,6 +107,8 @@ const patternPiece = fc.constantFrom("go\\.mod", "/raw/", "ci-bot", "Mozilla/5\\
 let app = 0;
 
 describe("a Read with a regex, prefiltered", () => {
+  const ts = useTestServer();
+
   it("returns exactly the records whose combined line RE2 matches", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -139,17 +130,13 @@ describe("a Read with a regex, prefiltered", () => {
           const logs = records.map((fields, i) =>
             minimalLog({ appId, requestId: rid(`p${i}`), ...fields, startTime: t0 + BigInt(i) * 1000n, endTime: t0 + BigInt(i) * 1000n + 500n }),
           );
-          await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: logs }));
+          await ts.write(...logs);
           const re = new RE2(pattern, "u");
           const expected = logs
             .filter((log) => re.test(Buffer.from(log.combined || formatCombined(log))))
             .map((log) => new TextDecoder().decode(log.requestId))
             .sort();
-          const read = await unaryCall<LogReadResponse>(
-            ts.client,
-            "read",
-            create(LogReadRequestSchema, { appId, count: 1000n, combinedLogRegex: pattern }),
-          );
+          const read = await ts.read({ appId, count: 1000n, combinedLogRegex: pattern });
           expect(read.log.map((l) => new TextDecoder().decode(l.requestId)).sort()).toEqual(expected);
         },
       ),

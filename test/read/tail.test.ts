@@ -1,72 +1,99 @@
-import { create } from "@bufbuild/protobuf";
-import { type ClientReadableStream, Metadata, status, type ServiceError } from "@grpc/grpc-js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  LogReadRequestSchema,
-  type LogReadResponse,
-  type RequestLog,
-  WriteRequestSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
+import { describe, expect, it, vi } from "vitest";
+import type { RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import { Code } from "../../src/reqlog-error.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { type CallFailure, callError, failureOf } from "../helpers/test-client.js";
+import { type ReadInit, useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-beforeEach(async () => {
-  ts = await startTestServer({ limits: { maxTails: 2 } });
-});
-afterEach(async () => {
-  await ts.close();
-});
-
-type ReadInit = Parameters<typeof create<typeof LogReadRequestSchema>>[1];
+const ts = useTestServer({ limits: { maxTails: 2 } });
+const write = ts.write;
+const ids = (logs: RequestLog[]) => logs.map((l) => new TextDecoder().decode(l.requestId));
 
 interface Tail {
-  stream: ClientReadableStream<LogReadResponse>;
+  /** The records received so far, in the order they came. */
   records: RequestLog[];
-  /** Resolves once `n` records have arrived. */
+  /** Resolves once `n` records have arrived; rejects if the call ends first. */
   waitFor(n: number): Promise<RequestLog[]>;
-  ended: Promise<ServiceError | null>;
+  /** Resolves once the record with this request id has arrived; rejects if the call ends first. */
+  waitForId(requestId: string): Promise<RequestLog[]>;
+  /** How the call ended: null for a normal end, else its failure (CANCELLED after `cancel`). */
+  ended: Promise<CallFailure | null>;
+  /** Stops pulling replies (the reader stalls: HTTP/2 flow control holds the server back), until `resume`. */
+  pause(): void;
+  resume(): void;
+  cancel(): void;
 }
 
-/** Opens a Tail and resolves once the server has it in place (headers received). */
+/**
+ * Opens a Tail and resolves once the server has it in place (its response
+ * headers came: the server sends them once it has subscribed); rejects
+ * with the call's error if the server refuses it.
+ */
 async function tail(init: ReadInit = {}): Promise<Tail> {
-  const stream = (ts.client.tail as (r: unknown, md: Metadata) => ClientReadableStream<LogReadResponse>)(
-    create(LogReadRequestSchema, { appId: "forge", ...init }),
-    new Metadata(),
-  );
+  const abort = new AbortController();
+  let inPlace!: () => void;
+  const headers = new Promise<void>((resolve) => (inPlace = resolve));
+  const replies = ts.client.tail({ appId: "forge", ...init }, { signal: abort.signal, onHeader: () => inPlace() });
   const records: RequestLog[] = [];
-  const waiters: (() => void)[] = [];
-  stream.on("data", (r: LogReadResponse) => {
-    records.push(...r.log);
-    for (const w of waiters.splice(0)) w();
+  const listeners = new Set<() => void>();
+  let stalled: { until: Promise<void>; resume(): void } | undefined;
+
+  // Pulls one reply at a time, and none while stalled.
+  const pulled = (async () => {
+    const iterator = replies[Symbol.asyncIterator]();
+    for (;;) {
+      while (stalled) await stalled.until;
+      const next = await iterator.next();
+      if (next.done) return;
+      records.push(...next.value.log);
+      for (const listener of listeners) listener();
+    }
+  })();
+  let over = false;
+  const ended = pulled.then(
+    () => null,
+    (err: unknown) => failureOf(err),
+  );
+  void ended.then(() => {
+    over = true;
+    for (const listener of listeners) listener();
   });
-  const ended = new Promise<ServiceError | null>((resolve) => {
-    stream.on("error", (e: ServiceError) => resolve(e));
-    stream.on("end", () => resolve(null));
-  });
-  await new Promise<void>((resolve, reject) => {
-    stream.once("metadata", () => resolve());
-    stream.once("error", reject);
-  });
-  return {
-    stream,
+  await Promise.race([headers, pulled]);
+
+  /** Resolves with the records once `done()`; rejects if the call ends before. */
+  const until = (done: () => boolean, awaited: string) =>
+    new Promise<RequestLog[]>((resolve, reject) => {
+      const check = () => {
+        if (done()) resolve(records);
+        else if (over) reject(new Error(`the tail ended after ${records.length} records, awaiting ${awaited}`));
+        else return;
+        listeners.delete(check);
+      };
+      listeners.add(check);
+      check();
+    });
+  const t: Tail = {
     records,
     ended,
-    waitFor(n) {
-      return new Promise((resolve) => {
-        const check = () => (records.length >= n ? resolve(records) : waiters.push(check));
-        check();
-      });
+    waitFor: (n) => until(() => records.length >= n, `${n} records`),
+    waitForId: (requestId) => until(() => ids(records).includes(requestId), requestId),
+    pause() {
+      let resume!: () => void;
+      const released = new Promise<void>((resolve) => (resume = resolve));
+      stalled ??= { until: released, resume };
+    },
+    resume() {
+      const was = stalled;
+      stalled = undefined;
+      was?.resume();
+    },
+    cancel() {
+      abort.abort();
+      t.resume();
     },
   };
+  return t;
 }
-
-async function write(...logs: RequestLog[]) {
-  await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: logs }));
-}
-
-const ids = (logs: RequestLog[]) => logs.map((l) => new TextDecoder().decode(l.requestId));
 
 describe("Tail", () => {
   it("delivers matching records written after it starts, and records again when they change", async () => {
@@ -79,21 +106,38 @@ describe("Tail", () => {
     await write(minimalLog({ requestId: rid("ok"), endTime: t0 + 4n, status: 503 }));
     expect(ids(await t.waitFor(2))).toEqual(["boom", "ok"]);
     expect(t.records[1]!.status).toBe(503);
-    t.stream.cancel();
+    t.cancel();
   });
 
-  it("does not deliver another app's records or in-progress ones unless asked", async () => {
-    const t = await tail();
+  it("does not deliver another app's records, nor in-progress ones unless asked", async () => {
+    // App forge exists before the tails start, so that its tails do look at the other app's change.
+    await write(minimalLog({ requestId: rid("before"), endTime: t0 }));
+    const finishedOnly = await tail();
+    const withIncomplete = await tail({ includeIncomplete: true });
+    // "done" is written last: once a tail has it, it has all it will get of the three.
     await write(minimalLog({ appId: "other", requestId: rid("x"), endTime: t0 }));
     await write(minimalLog({ requestId: rid("open"), finished: false }));
     await write(minimalLog({ requestId: rid("done"), endTime: t0 }));
-    expect(ids(await t.waitFor(1))).toEqual(["done"]);
-    t.stream.cancel();
+    expect(ids(await finishedOnly.waitForId("done"))).toEqual(["done"]);
+    expect(ids(await withIncomplete.waitForId("done"))).toEqual(["open", "done"]);
+    finishedOnly.cancel();
+    withIncomplete.cancel();
+    expect(await finishedOnly.ended).toMatchObject({ code: Code.CANCELLED });
   });
 
-  it("queues no more than flow control allows while its reader stalls, then catches up once and in order", async () => {
+  it("keeps serving while a tail's reader stalls, reading no further ahead than flow control lets it send, then the reader gets every record once and in order", async () => {
     const t = await tail();
-    t.stream.pause();
+    t.pause();
+    // What the tail reads from the store: had it queued what it could not
+    // send, it would read all that was written.
+    let fetched = 0;
+    const store = ts.backend.store;
+    const changes = store.changes.bind(store);
+    vi.spyOn(store, "changes").mockImplementation(async (...args) => {
+      const result = await changes(...args);
+      fetched += result.records.length;
+      return result;
+    });
     const total = 3000;
     for (let batch = 0; batch < total / 500; batch++) {
       await write(
@@ -102,40 +146,38 @@ describe("Tail", () => {
         ),
       );
     }
-    // 6 MB were committed while the reader stalled: the tail ends up blocked
-    // on flow control with one message unsent, never more.
-    let most = 0;
-    const until = Date.now() + 5000;
-    let blocked = false;
-    while (Date.now() < until && !blocked) {
-      const stats = ts.server.stats();
-      expect(stats.openTails).toBe(1);
-      most = Math.max(most, stats.tailMaxUnsent);
-      blocked = stats.tailMaxUnsent === 1;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    expect(blocked).toBe(true);
-    expect(most).toBe(1);
-    t.stream.resume();
+    // 6 MB were committed while the reader stalled; other calls are answered.
+    const newest = await ts.client.read({ appId: "forge", count: 1n }, { timeoutMs: 5000 });
+    expect(ids(newest.log)).toEqual(["r2999"]);
+    expect(ts.server.stats().openTails).toBe(1);
+    // A reply holds at most 256 records (~0.5 MB): the one the reader took and
+    // the one flow control holds back are all the tail has read, not all 3000.
+    expect(fetched).toBeLessThan(total / 4);
+    t.resume();
     const got = await t.waitFor(total);
     expect(ids(got)).toEqual(Array.from({ length: total }, (_, i) => `r${i}`));
-    t.stream.cancel();
+    expect(fetched).toBe(total);
+    t.cancel();
   });
 
   it("refuses more open tails than max-tails with RESOURCE_EXHAUSTED", async () => {
     const a = await tail();
     const b = await tail();
-    const c = await tail().catch((e: ServiceError) => e);
-    expect((c as ServiceError).code).toBe(status.RESOURCE_EXHAUSTED);
-    expect((c as ServiceError).details).toBe("number of open Tail calls is 3, over the limit max-tails=2");
-    a.stream.cancel();
-    b.stream.cancel();
+    expect(await callError(tail())).toEqual({
+      code: Code.RESOURCE_EXHAUSTED,
+      details: "number of open Tail calls is 3, over the limit max-tails=2",
+      reason: "INVALID_REQUEST",
+    });
+    a.cancel();
+    b.cancel();
   });
 
   it("refuses request ids", async () => {
-    const err = await tail({ requestId: [rid("a")] }).catch((e: ServiceError) => e);
-    expect((err as ServiceError).code).toBe(status.INVALID_ARGUMENT);
-    expect((err as ServiceError).details).toBe("Tail follows new records: request_id and offset are not accepted");
+    expect(await callError(tail({ requestId: [rid("a")] }))).toEqual({
+      code: Code.INVALID_ARGUMENT,
+      details: "Tail follows new records: request_id and offset are not accepted",
+      reason: "INVALID_REQUEST",
+    });
   });
 
   it("ends cleanly when the server shuts down", async () => {

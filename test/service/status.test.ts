@@ -1,22 +1,10 @@
-import { create } from "@bufbuild/protobuf";
-import { status } from "@grpc/grpc-js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  type ListStatusResponse,
-  ListStatusRequestSchema,
-  SetStatusRequestSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
+import { describe, expect, it } from "vitest";
+import { Code } from "../../src/reqlog-error.js";
 import { t0 } from "../helpers/fixtures.js";
-import { callError, unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { callError } from "../helpers/test-client.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-beforeEach(async () => {
-  ts = await startTestServer({ limits: { maxStatusBytes: 32 } });
-});
-afterEach(async () => {
-  await ts.close();
-});
+const ts = useTestServer({ limits: { maxStatusBytes: 32 } });
 
 const instance = (id: string, module?: string) => ({
   "reqlog-app-id": "forge",
@@ -25,12 +13,12 @@ const instance = (id: string, module?: string) => ({
   ...(module ? { "reqlog-module-id": module } : {}),
 });
 
-function setStatus(text: string | undefined, metadata: Record<string, string>) {
-  return unaryCall(ts.client, "setStatus", create(SetStatusRequestSchema, text === undefined ? {} : { status: text }), metadata);
+function setStatus(text: string | undefined, headers: Record<string, string>) {
+  return ts.client.setStatus(text === undefined ? {} : { status: text }, { headers });
 }
 
 function listStatus(init: { appId?: string; moduleId?: string; versionId?: string }) {
-  return unaryCall<ListStatusResponse>(ts.client, "listStatus", create(ListStatusRequestSchema, init));
+  return ts.client.listStatus(init);
 }
 
 describe("SetStatus and ListStatus", () => {
@@ -52,16 +40,16 @@ describe("SetStatus and ListStatus", () => {
   });
 
   it.each([
-    ["an empty status", "", instance("i-1"), status.INVALID_ARGUMENT, "status is empty"],
-    ["a missing status", undefined, instance("i-1"), status.INVALID_ARGUMENT, "required field not set: status"],
+    ["an empty status", "", instance("i-1"), Code.INVALID_ARGUMENT, "status is empty"],
+    ["a missing status", undefined, instance("i-1"), Code.INVALID_ARGUMENT, "required field not set: status"],
     [
       "a status over max-status-bytes",
       "x".repeat(33),
       instance("i-1"),
-      status.INVALID_ARGUMENT,
+      Code.INVALID_ARGUMENT,
       "status size in bytes is 33, over the limit max-status-bytes=32",
     ],
-    ["no app id", "ok", { "reqlog-version-id": "v1" }, status.INVALID_ARGUMENT, "SetStatus needs call metadata reqlog-app-id"],
+    ["no app id", "ok", { "reqlog-version-id": "v1" }, Code.INVALID_ARGUMENT, "SetStatus needs call metadata reqlog-app-id"],
   ])("refuses %s", async (_name, text, metadata, code, message) => {
     await setStatus("kept", instance("i-1"));
     const err = await callError(setStatus(text, metadata));
@@ -71,6 +59,6 @@ describe("SetStatus and ListStatus", () => {
 
   it("refuses ListStatus without an app id", async () => {
     const err = await callError(listStatus({}));
-    expect(err).toEqual({ code: status.INVALID_ARGUMENT, details: "required field not set: app_id", reason: "INVALID_REQUEST" });
+    expect(err).toEqual({ code: Code.INVALID_ARGUMENT, details: "required field not set: app_id", reason: "INVALID_REQUEST" });
   });
 });

@@ -1,42 +1,26 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { statSync } from "node:fs";
 import { create } from "@bufbuild/protobuf";
-import { status } from "@grpc/grpc-js";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import {
-  LogLineSchema,
-  LogReadRequestSchema,
-  type LogReadResponse,
-  LogUsageRequestSchema,
-  type LogUsageResponse,
-  type RequestLog,
-  WriteRequestSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
+import { describe, expect, it } from "vitest";
+import { LogLineSchema, type LogReadResponse, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import { Code } from "../../src/reqlog-error.js";
 import { createLogger } from "../../src/logger.js";
 import { startHousekeeping } from "../../src/store/housekeeping.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
-import { callError, unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
-
-const dir = mkdtempSync(join(tmpdir(), "reqlog-retention-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let ts: TestServer;
-afterEach(async () => {
-  await ts.close();
-});
+import { callError } from "../helpers/test-client.js";
+import { useTestServer } from "../helpers/test-server.js";
 
 const day = 86_400_000_000n;
 const now = 1_795_300_000_000_000n;
 
+const ts = useTestServer({ now });
+const never = new AbortController().signal;
+
 async function write(logs: RequestLog[]) {
-  for (let i = 0; i < logs.length; i += 1000) {
-    await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: logs.slice(i, i + 1000) }));
-  }
+  for (let i = 0; i < logs.length; i += 1000) await ts.write(...logs.slice(i, i + 1000));
 }
 
 const housekeeping = (retentionDays: number) =>
-  startHousekeeping(ts.store, {
+  startHousekeeping(ts.backend.maintenance, {
     retentionMs: retentionDays * 86_400_000,
     intervalMs: 3_600_000,
     batch: 100,
@@ -44,9 +28,20 @@ const housekeeping = (retentionDays: number) =>
     logger: createLogger("silent"),
   });
 
+/** One run of housekeeping with a 30-day retention; returns how many requests it deleted. */
+async function expireOlderThan30Days(): Promise<number> {
+  const hk = housekeeping(30);
+  try {
+    return await hk.runOnce();
+  } finally {
+    await hk.stop();
+  }
+}
+
+const ids = (r: LogReadResponse) => r.log.map((l) => new TextDecoder().decode(l.requestId));
+
 describe("retention", () => {
   it("deletes requests older than the retention, with their lines, and nothing else", async () => {
-    ts = await startTestServer({ now });
     const line = create(LogLineSchema, { time: now - 40n * day, level: 1, logMessage: "old" });
     await write(
       Array.from({ length: 450 }, (_, i) =>
@@ -62,44 +57,38 @@ describe("retention", () => {
       minimalLog({ requestId: rid("edge"), startTime: now - 30n * day, endTime: now - 30n * day }),
       minimalLog({ requestId: rid("new"), startTime: now - day, endTime: now - day }),
     ]);
-    const hk = housekeeping(30);
-    expect(await hk.runOnce()).toBe(450);
-    await hk.stop();
+    expect(await expireOlderThan30Days()).toBe(450);
 
-    const read = await unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", count: 1000n }));
-    expect(read.log.map((l) => new TextDecoder().decode(l.requestId))).toEqual(["new", "edge"]);
+    expect(ids(await ts.read({ count: 1000n }))).toEqual(["new", "edge"]);
     expect(ts.db.prepare("SELECT count(*) FROM lines").pluck().get()).toBe(0);
-    const usage = await unaryCall<LogUsageResponse>(ts.client, "usage", create(LogUsageRequestSchema, { appId: "forge" }));
+    const usage = await ts.client.usage({ appId: "forge" });
     expect(Number(usage.summary!.count)).toBe(2);
     expect(usage.summary!.records).toBe(0);
   });
 
   it("refuses an offset older than the paging history it pruned", async () => {
-    ts = await startTestServer({ now: now - 2n * day });
+    ts.setNow(now - 2n * day);
     await write(Array.from({ length: 5 }, (_, i) => minimalLog({ requestId: rid(`r${i}`), endTime: now - 3n * day + BigInt(i) })));
-    const page = await unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", count: 2n }));
+    const page = await ts.read({ count: 2n });
     // A change after the page; a run two days ago marks the sequence then; a
     // run now prunes the history of changes over 24 h old, which the
     // offset's snapshot (taken before that change) would need.
     await write([minimalLog({ requestId: rid("later"), endTime: now - 3n * day })]);
-    await ts.store.compact(0n, 0);
-    const stillValid = await unaryCall<LogReadResponse>(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", count: 2n, offset: page.offset! }));
+    await ts.backend.maintenance.compact(0n, never);
+    const stillValid = await ts.read({ count: 2n, offset: page.offset! });
     expect(stillValid.log).toHaveLength(2);
     ts.setNow(now);
-    await ts.store.compact(now - day, 0);
-    const err = await callError(
-      unaryCall(ts.client, "read", create(LogReadRequestSchema, { appId: "forge", count: 2n, offset: page.offset! })),
-    );
+    await ts.backend.maintenance.compact(now - day, never);
+    const err = await callError(ts.read({ count: 2n, offset: page.offset! }));
     expect(err).toEqual({
-      code: status.INVALID_ARGUMENT,
+      code: Code.INVALID_ARGUMENT,
       details: "offset expired: it is over 24 hours old; start the read again without it",
       reason: "INVALID_REQUEST",
     });
   });
 
   it("returns the space of deleted requests to the file system", async () => {
-    const path = join(dir, "shrink.db");
-    ts = await startTestServer({ now, dbPath: path });
+    const path = ts.db.name;
     await write(
       Array.from({ length: 6000 }, (_, i) =>
         minimalLog({ requestId: rid(`r${i}`), startTime: now - 40n * day, endTime: now - 40n * day + BigInt(i), userAgent: "u".repeat(500) }),
@@ -107,9 +96,7 @@ describe("retention", () => {
     );
     ts.db.pragma("wal_checkpoint(TRUNCATE)");
     const before = statSync(path).size;
-    const hk = housekeeping(30);
-    expect(await hk.runOnce()).toBe(6000);
-    await hk.stop();
+    expect(await expireOlderThan30Days()).toBe(6000);
     ts.db.pragma("wal_checkpoint(TRUNCATE)");
     const after = statSync(path).size;
     expect(before).toBeGreaterThan(3_000_000);

@@ -1,27 +1,18 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  FlushRequestSchema,
-  LogUsageRequestSchema,
-  type LogUsageResponse,
   type RequestLog,
   RequestLogSchema,
   UserAppLogGroupSchema,
   UserAppLogLineSchema,
-  WriteRequestSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
-import { unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-beforeAll(async () => {
-  ts = await startTestServer();
-});
-afterAll(async () => {
-  await ts.close();
-});
+// One server for the one test: each of its runs works in an app of its own.
+const ts = useTestServer();
+const never = new AbortController().signal;
 
 const h0 = 1_795_003_200n * 1_000_000n;
 const hourUs = 3_600_000_000n;
@@ -40,7 +31,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 /** The recount: every stored request, read back, sized as Usage defines it. */
-function recount(app: string) {
+async function recount(app: string) {
   const rows = ts.db
     .prepare(`SELECT r.request_id, r.sort_time, r.has_record, v.version_id FROM requests r
       JOIN apps a ON a.id = r.app_key JOIN versions v ON v.id = r.version_key WHERE a.app_id = ?`)
@@ -48,7 +39,7 @@ function recount(app: string) {
     .all(app) as { request_id: Buffer; sort_time: bigint; has_record: bigint; version_id: string }[];
   const buckets = new Map<string, { hour: number; version: string; requests: number; bytes: number; lines: number }>();
   for (const row of rows) {
-    const [log] = ts.store.getRequests(app, [new Uint8Array(row.request_id)]) as [RequestLog];
+    const [log] = (await ts.backend.store.getRequests(app, [new Uint8Array(row.request_id)], never)) as [RequestLog];
     const withLines = toBinary(RequestLogSchema, log).length;
     const withoutLines = toBinary(RequestLogSchema, { ...log, line: [] }).length;
     const hour = Number(row.sort_time / hourUs);
@@ -75,29 +66,29 @@ describe("usage rollups (property)", () => {
           const text = (n: number) => "m".repeat(n % 200) + "\u00e9".repeat(n % 3);
           if (op.kind === "write") {
             const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
-            await unaryCall(ts.client, "write", create(WriteRequestSchema, {
-              log: [minimalLog({
+            await ts.write(
+              minimalLog({
                 appId: app, requestId: rid(`r${op.req}`), versionId: `v${op.version}`, startTime: h0,
                 finished: op.finished, endTime: op.finished ? end : 0n, userAgent: text(op.text),
                 line: Array.from({ length: op.lines }, (_, i) => ({ $typeName: "reqlog.v1.LogLine" as const, time: h0 + BigInt(i), level: i % 5, logMessage: text(op.text + i) })),
-              })],
-            }));
+              }),
+            );
           } else if (op.kind === "flush") {
             const logs = toBinary(UserAppLogGroupSchema, create(UserAppLogGroupSchema, {
               logLine: Array.from({ length: op.lines }, (_, i) => create(UserAppLogLineSchema, { timestampUsec: h0 + BigInt(op.text + i), level: 2n, message: text(op.text) })),
             }));
-            await unaryCall(ts.client, "flush", create(FlushRequestSchema, { logs }), {
-              "reqlog-app-id": app, "reqlog-version-id": "v0", "reqlog-request-id": `r${op.req}`,
+            await ts.client.flush({ logs }, {
+              headers: { "reqlog-app-id": app, "reqlog-version-id": "v0", "reqlog-request-id": `r${op.req}` },
             });
           } else if (op.kind === "clock") {
             clock += BigInt(op.hours) * hourUs;
           } else {
-            await ts.store.expire(h0 + BigInt(op.beforeHour) * hourUs, 1_000_000);
+            await ts.backend.maintenance.expire(h0 + BigInt(op.beforeHour) * hourUs, 1_000_000, never);
           }
         }
 
-        const expected = recount(app).filter((b) => b.requests > 0 || b.lines > 0);
-        const r = await unaryCall<LogUsageResponse>(ts.client, "usage", create(LogUsageRequestSchema, { appId: app }));
+        const expected = (await recount(app)).filter((b) => b.requests > 0 || b.lines > 0);
+        const r = await ts.client.usage({ appId: app });
         const got = r.usage.map((u) => ({
           hour: u.startTime / 3600, version: u.versionId, requests: Number(u.count), bytes: Number(u.totalSize), lines: u.records,
         }));
@@ -107,7 +98,7 @@ describe("usage rollups (property)", () => {
 
         // Coarser buckets and combined versions are sums of the same rollups.
         const width = resolution + 1;
-        const combined = await unaryCall<LogUsageResponse>(ts.client, "usage", create(LogUsageRequestSchema, { appId: app, resolutionHours: width, combineVersions: true }));
+        const combined = await ts.client.usage({ appId: app, resolutionHours: width, combineVersions: true });
         const total = (xs: { requests: number; bytes: number; lines: number }[]) =>
           xs.reduce((s, x) => ({ requests: s.requests + x.requests, bytes: s.bytes + x.bytes, lines: s.lines + x.lines }), { requests: 0, bytes: 0, lines: 0 });
         expect(total(combined.usage.map((u) => ({ requests: Number(u.count), bytes: Number(u.totalSize), lines: u.records })))).toEqual(total(expected));

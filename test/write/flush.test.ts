@@ -1,24 +1,14 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { status } from "@grpc/grpc-js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  FlushRequestSchema,
-  UserAppLogGroupSchema,
-  UserAppLogLineSchema,
-  WriteRequestSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
+import { encodeBinaryHeader } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { UserAppLogGroupSchema, UserAppLogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { Code } from "../../src/reqlog-error.js";
 import { lenient } from "../helpers/lenient-schema.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { callError, unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { callError } from "../helpers/test-client.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
-beforeEach(async () => {
-  ts = await startTestServer({ limits: { maxLinesPerFlush: 5, maxLineBytes: 100 } });
-});
-afterEach(async () => {
-  await ts.close();
-});
+const ts = useTestServer({ limits: { maxLinesPerFlush: 5, maxLineBytes: 100 } });
 
 const context = { "reqlog-app-id": "forge", "reqlog-version-id": "v1", "reqlog-request-id": "req-1" };
 
@@ -29,8 +19,8 @@ function group(lines: LineInit[]): Uint8Array {
   return toBinary(lenient(UserAppLogGroupSchema), g);
 }
 
-function flush(logs: Uint8Array, metadata: Record<string, string | Buffer> = context) {
-  return unaryCall(ts.client, "flush", create(FlushRequestSchema, { logs }), metadata);
+function flush(logs: Uint8Array, headers: Record<string, string> = context) {
+  return ts.client.flush({ logs }, { headers });
 }
 
 const twoLines = group([
@@ -49,7 +39,7 @@ describe("Flush", () => {
   it("keeps lines that arrive before their record, as an in-progress request", async () => {
     ts.setNow(t0 + 1_000n);
     await flush(twoLines);
-    const [pending] = ts.store.getRequests("forge", [rid("req-1")]);
+    const [pending] = await ts.stored(rid("req-1"));
     expect(pending!.finished).toBe(false);
     expect(pending!.startTime).toBe(t0 + 10n);
     expect(pending!.line.map((l) => [l.time, l.level, l.logMessage])).toEqual([
@@ -57,8 +47,8 @@ describe("Flush", () => {
       [t0 + 20n, 3, "disk quota exceeded"],
     ]);
 
-    await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [minimalLog({ endTime: t0 + 50n })] }));
-    const [done] = ts.store.getRequests("forge", [rid("req-1")]);
+    await ts.write(minimalLog({ endTime: t0 + 50n }));
+    const [done] = await ts.stored(rid("req-1"));
     expect(done!.finished).toBe(true);
     expect(done!.startTime).toBe(t0);
     expect(done!.line).toHaveLength(2);
@@ -80,40 +70,41 @@ describe("Flush", () => {
   });
 
   it("attaches lines to a record written earlier and records the module", async () => {
-    await unaryCall(ts.client, "write", create(WriteRequestSchema, { log: [minimalLog({ moduleId: "git" })] }));
+    await ts.write(minimalLog({ moduleId: "git" }));
     await flush(twoLines, { ...context, "reqlog-module-id": "git" });
-    const [stored] = ts.store.getRequests("forge", [rid("req-1")]);
+    const [stored] = await ts.stored(rid("req-1"));
     expect(stored!.finished).toBe(true);
     expect(stored!.moduleId).toBe("git");
     expect(stored!.line).toHaveLength(2);
   });
 
   it("accepts the request id as binary metadata", async () => {
+    const requestId = new Uint8Array([0xde, 0xad, 0xbe, 0xef]);
     await flush(twoLines, {
       "reqlog-app-id": "forge",
       "reqlog-version-id": "v1",
-      "reqlog-request-id-bin": Buffer.from([0xde, 0xad, 0xbe, 0xef]),
+      "reqlog-request-id-bin": encodeBinaryHeader(requestId),
     });
-    expect(ts.store.getRequests("forge", [new Uint8Array([0xde, 0xad, 0xbe, 0xef])])).toHaveLength(1);
+    expect(await ts.stored(requestId)).toHaveLength(1);
   });
 
   const { "reqlog-app-id": _a, ...noApp } = context;
   const { "reqlog-version-id": _v, ...noVersion } = context;
   const { "reqlog-request-id": _r, ...noRequest } = context;
   const refusals: [string, () => Promise<unknown>, number, string][] = [
-    ["no app id", () => flush(twoLines, noApp), status.INVALID_ARGUMENT, "Flush needs call metadata reqlog-app-id"],
-    ["no version id", () => flush(twoLines, noVersion), status.INVALID_ARGUMENT, "Flush needs call metadata reqlog-version-id"],
+    ["no app id", () => flush(twoLines, noApp), Code.INVALID_ARGUMENT, "Flush needs call metadata reqlog-app-id"],
+    ["no version id", () => flush(twoLines, noVersion), Code.INVALID_ARGUMENT, "Flush needs call metadata reqlog-version-id"],
     [
       "no request id",
       () => flush(twoLines, noRequest),
-      status.INVALID_ARGUMENT,
+      Code.INVALID_ARGUMENT,
       "Flush needs call metadata reqlog-request-id (or reqlog-request-id-bin)",
     ],
-    ["an empty app id", () => flush(twoLines, { ...context, "reqlog-app-id": "" }), status.INVALID_ARGUMENT, "call metadata reqlog-app-id is empty"],
+    ["an empty app id", () => flush(twoLines, { ...context, "reqlog-app-id": "" }), Code.INVALID_ARGUMENT, "call metadata reqlog-app-id is empty"],
     [
       "undecodable logs bytes",
       () => flush(new Uint8Array([0x12, 0xff, 0x01])),
-      status.INVALID_ARGUMENT,
+      Code.INVALID_ARGUMENT,
       "cannot decode FlushRequest.logs as a UserAppLogGroup: premature EOF",
     ],
     [
@@ -123,37 +114,37 @@ describe("Flush", () => {
         bytes[bytes.indexOf(0xc3)] = 0xff;
         return flush(bytes);
       },
-      status.INVALID_ARGUMENT,
+      Code.INVALID_ARGUMENT,
       "cannot decode FlushRequest.logs as a UserAppLogGroup: The encoded data was not valid for encoding utf-8",
     ],
     [
       "a line without a message",
       () => flush(group([{ timestampUsec: t0, level: 1n }])),
-      status.INVALID_ARGUMENT,
+      Code.INVALID_ARGUMENT,
       "FlushRequest.logs: required fields not set: log_line[0].message",
     ],
     [
       "a level above 4",
       () => flush(group([{ timestampUsec: t0, level: 7n, message: "x" }])),
-      status.INVALID_ARGUMENT,
+      Code.INVALID_ARGUMENT,
       "log_line[0].level is 7: levels are 0 (DEBUG) to 4 (CRITICAL)",
     ],
     [
       "a negative level",
       () => flush(group([{ timestampUsec: t0, level: -1n, message: "x" }])),
-      status.INVALID_ARGUMENT,
+      Code.INVALID_ARGUMENT,
       "log_line[0].level is -1: levels are 0 (DEBUG) to 4 (CRITICAL)",
     ],
     [
       "a line over max-line-bytes",
       () => flush(group([{ timestampUsec: t0, level: 1n, message: "x".repeat(101) }])),
-      status.RESOURCE_EXHAUSTED,
+      Code.RESOURCE_EXHAUSTED,
       "log_line[0] message size in bytes is 101, over the limit max-line-bytes=100",
     ],
     [
       "more lines than max-lines-per-flush",
       () => flush(group(Array.from({ length: 6 }, (_, i) => ({ timestampUsec: t0 + BigInt(i), level: 0n, message: "m" })))),
-      status.INVALID_ARGUMENT,
+      Code.INVALID_ARGUMENT,
       "number of lines in log_line is 6, over the limit max-lines-per-flush=5",
     ],
   ];

@@ -1,29 +1,18 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { status } from "@grpc/grpc-js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  LogLineSchema,
-  type RequestLog,
-  WriteRequestSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { LogLineSchema, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { Code } from "../../src/reqlog-error.js";
 import { lenient } from "../helpers/lenient-schema.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { callError, rawUnaryCall, unaryCall } from "../helpers/test-client.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { callError, rawUnaryCall } from "../helpers/test-client.js";
+import { useTestServer } from "../helpers/test-server.js";
 
-let ts: TestServer;
+const ts = useTestServer({ limits: { maxRecordsPerWrite: 3, maxMessageBytes: 64 * 1024 } });
+const write = ts.write;
 beforeEach(async () => {
-  ts = await startTestServer({ limits: { maxRecordsPerWrite: 3, maxMessageBytes: 64 * 1024 } });
   // Something stored that every refused call must leave as it is.
   await write(minimalLog({ requestId: rid("kept"), line: [create(LogLineSchema, { time: t0, level: 2, logMessage: "kept" })] }));
 });
-afterEach(async () => {
-  await ts.close();
-});
-
-function write(...logs: RequestLog[]) {
-  return unaryCall(ts.client, "write", create(WriteRequestSchema, { log: logs }));
-}
 
 function snapshot() {
   return {
@@ -52,62 +41,62 @@ const cases: [string, () => Promise<unknown>, number, string | RegExp][] = [
   [
     "a record missing required fields, naming each",
     () => write(without(minimalLog(), "method", "startTime")),
-    status.INVALID_ARGUMENT,
+    Code.INVALID_ARGUMENT,
     "required fields not set: log[0].start_time, log[0].method",
   ],
   [
     "a record missing its request id",
     () => write(minimalLog(), without(minimalLog({ requestId: rid("x") }), "requestId")),
-    status.INVALID_ARGUMENT,
+    Code.INVALID_ARGUMENT,
     "required field not set: log[1].request_id",
   ],
   [
     "an app line missing its level",
     () => write(minimalLog({ line: [without(create(LogLineSchema, { time: t0, level: 1, logMessage: "m" }), "level")] })),
-    status.INVALID_ARGUMENT,
+    Code.INVALID_ARGUMENT,
     "required field not set: log[0].line[0].level",
   ],
-  ["an empty app id", () => write(minimalLog({ appId: "" })), status.INVALID_ARGUMENT, "log[0].app_id is empty"],
+  ["an empty app id", () => write(minimalLog({ appId: "" })), Code.INVALID_ARGUMENT, "log[0].app_id is empty"],
   [
     "a request id over 256 bytes",
     () => write(minimalLog({ requestId: new Uint8Array(257) })),
-    status.INVALID_ARGUMENT,
+    Code.INVALID_ARGUMENT,
     "log[0].request_id is 257 bytes long, over the maximum of 256",
   ],
   [
     "an end time before the start time",
     () => write(minimalLog({ endTime: t0 - 1n })),
-    status.INVALID_ARGUMENT,
+    Code.INVALID_ARGUMENT,
     `log[0].end_time (${t0 - 1n}) is before log[0].start_time (${t0})`,
   ],
   [
     "an app line level outside 0..4",
     () => write(minimalLog({ line: [create(LogLineSchema, { time: t0, level: 9, logMessage: "m" })] })),
-    status.INVALID_ARGUMENT,
+    Code.INVALID_ARGUMENT,
     "log[0].line[0].level is 9: levels are 0 (DEBUG) to 4 (CRITICAL)",
   ],
   [
     "more records than max-records-per-write",
     () => write(...["a", "b", "c", "d"].map((id) => minimalLog({ requestId: rid(id) }))),
-    status.INVALID_ARGUMENT,
+    Code.INVALID_ARGUMENT,
     "number of records in Write is 4, over the limit max-records-per-write=3",
   ],
   [
     "a message over max-message-bytes",
     () => write(minimalLog({ userAgent: "x".repeat(70 * 1024) })),
-    status.RESOURCE_EXHAUSTED,
+    Code.RESOURCE_EXHAUSTED,
     /^request message is 717\d\d bytes, over the limit max-message-bytes=65536$/,
   ],
   [
     "bytes that are not a WriteRequest",
-    () => rawUnaryCall(ts.client, "/reqlog.v1.LogService/Write", new Uint8Array([0x0a, 0x05, 0x01])),
-    status.INVALID_ARGUMENT,
+    () => rawUnaryCall(ts.server.address, "/reqlog.v1.LogService/Write", new Uint8Array([0x0a, 0x05, 0x01])),
+    Code.INVALID_ARGUMENT,
     /^cannot decode reqlog\.v1\.WriteRequest: /,
   ],
   [
     "a string that is not UTF-8",
-    () => rawUnaryCall(ts.client, "/reqlog.v1.LogService/Write", invalidUtf8Write()),
-    status.INVALID_ARGUMENT,
+    () => rawUnaryCall(ts.server.address, "/reqlog.v1.LogService/Write", invalidUtf8Write()),
+    Code.INVALID_ARGUMENT,
     /^cannot decode reqlog\.v1\.WriteRequest: .*UTF-8/i,
   ],
 ];
@@ -122,5 +111,4 @@ describe("Write refusals", () => {
     expect(err.reason).toBe("INVALID_REQUEST");
     expect(snapshot()).toEqual(before);
   });
-
 });
