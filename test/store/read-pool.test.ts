@@ -1,72 +1,105 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LogReadRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
 import { createOffsetCodec } from "../../src/query/offset-codec.js";
 import { planRead } from "../../src/query/read-plan.js";
 import { Code, ReqlogError } from "../../src/reqlog-error.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
+import type { ReadResult } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 
 let dir: string;
 let backend: SqliteBackend;
 const signal = new AbortController().signal;
+const rows = 60_000;
+/** A scan budget no Read here reaches: a Read that matches nothing scans every row (tens of ms). */
+const limits = { ...defaultLimits, readScanMs: 60_000, readScanRows: 10_000_000 };
 
-beforeEach(async () => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "reqlog-pool-"));
   backend = openSqliteBackend({ path: join(dir, "reqlog.db"), readWorkers: 2, now: () => t0 });
-  await backend.store.write(
-    Array.from({ length: 50 }, (_, i) =>
-      prepareRequestLog(minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i) }), defaultLimits, "log[0]"),
-    ),
-    signal,
-  );
+  for (let batch = 0; batch < rows / 5000; batch++) {
+    const logs = Array.from({ length: 5000 }, (_, i) => {
+      const n = batch * 5000 + i;
+      return minimalLog({ requestId: rid(`r${n}`), endTime: t0 + BigInt(n), userAgent: "u".repeat(100) });
+    });
+    await backend.store.write(logs.map((log) => prepareRequestLog(log, limits, "log")), signal);
+  }
 });
-afterEach(async () => {
+afterAll(async () => {
   await backend.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
 async function plan(init: Parameters<typeof create<typeof LogReadRequestSchema>>[1] = {}) {
   const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
-  return planRead(create(LogReadRequestSchema, { appId: "forge", ...init }), defaultLimits, offsets);
+  return planRead(create(LogReadRequestSchema, { appId: "forge", ...init }), limits, offsets);
+}
+
+/** The newest five request ids: what a healthy pool answers. */
+async function newestFive(): Promise<string[]> {
+  const result = await backend.store.read(await plan({ count: 5n }), signal);
+  return result.records.map((r) => new TextDecoder().decode(r.log.requestId));
+}
+const expectedFive = [59_999, 59_998, 59_997, 59_996, 59_995].map((n) => `r${n}`);
+
+function expectUnavailable(outcomes: PromiseSettledResult<ReadResult>[]): void {
+  for (const outcome of outcomes) {
+    expect(outcome.status).toBe("rejected");
+    const err = (outcome as PromiseRejectedResult).reason as ReqlogError;
+    expect(err).toBeInstanceOf(ReqlogError);
+    expect(err.code).toBe(Code.UNAVAILABLE);
+    expect(err.reason).toBe("STORAGE_ERROR");
+    expect(err.message).toBe("a read worker stopped while it ran this Read; retry");
+  }
 }
 
 describe("read workers", () => {
   it("fails the Reads of a worker that dies with UNAVAILABLE, then serves Reads on its replacement", async () => {
     const pool = backend.readPool!;
-    // Both workers up and warm.
-    await Promise.all([backend.store.read(await plan(), signal), backend.store.read(await plan(), signal)]);
+    expect(await newestFive()).toEqual(expectedFive); // both workers up
     const threadsBefore = [...pool.threads];
     expect(threadsBefore).toHaveLength(2);
 
-    const p = await plan({ count: 5n });
-    const settled = Promise.allSettled([backend.store.read(p, signal), backend.store.read(p, signal)]);
-    // Both Reads are posted to their workers; neither reply can have been handled yet.
+    // Two full scans, one per worker; the workers die while they run.
+    const scan = await plan({ combinedLogRegex: "never-in-any-line" });
+    const settled = Promise.allSettled([backend.store.read(scan, signal), backend.store.read(scan, signal)]);
+    await nextTurn();
     await Promise.all(threadsBefore.map((t) => t.terminate()));
-    for (const outcome of await settled) {
-      expect(outcome.status).toBe("rejected");
-      const err = (outcome as PromiseRejectedResult).reason as ReqlogError;
-      expect(err).toBeInstanceOf(ReqlogError);
-      expect(err.code).toBe(Code.UNAVAILABLE);
-      expect(err.reason).toBe("STORAGE_ERROR");
-      expect(err.message).toMatch(/read worker stopped/);
-    }
+    expectUnavailable(await settled);
 
-    const after = await backend.store.read(p, signal);
-    expect(after.records.map((r) => new TextDecoder().decode(r.log.requestId))).toEqual(["r49", "r48", "r47", "r46", "r45"]);
+    expect(await newestFive()).toEqual(expectedFive);
     expect(pool.threads.some((t) => threadsBefore.includes(t))).toBe(false);
   });
 
-  it("answers CANCELLED to a Read cancelled while a worker runs it", async () => {
+  it("fails the Reads queued for workers that die while starting, then starts afresh instead of leaving Reads waiting", async () => {
+    const pool = backend.readPool!;
+    expect(await newestFive()).toEqual(expectedFive);
+    await Promise.all(pool.threads.map((t) => t.terminate()));
+    // piscina is starting replacements: these Reads wait in its queue for them.
+    const starting = [...pool.threads];
+    expect(starting).toHaveLength(2);
+    const scan = await plan({ count: 5n });
+    const settled = Promise.allSettled([backend.store.read(scan, signal), backend.store.read(scan, signal)]);
+    await Promise.all(starting.map((t) => t.terminate()));
+    expectUnavailable(await settled);
+
+    expect(await newestFive()).toEqual(expectedFive);
+    expect(pool.threads).toHaveLength(2);
+  });
+
+  it("answers CANCELLED to a Read cancelled while a worker scans", async () => {
     const controller = new AbortController();
-    const p = await plan({ combinedLogRegex: "never-in-any-line" });
-    const read = backend.store.read(p, controller.signal);
+    const read = backend.store.read(await plan({ combinedLogRegex: "never-in-any-line" }), controller.signal);
+    await nextTurn();
     controller.abort();
     await expect(read).rejects.toMatchObject({ code: Code.CANCELLED });
+    expect(await newestFive()).toEqual(expectedFive);
   });
 });

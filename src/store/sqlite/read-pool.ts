@@ -25,18 +25,40 @@ export interface ReadPool {
  * to the database file. A worker that dies fails its Read with UNAVAILABLE
  * and piscina starts another in its place. A Read's result comes back as
  * serialized records and is decoded here.
+ *
+ * piscina stops replacing workers once one dies while starting (so that a
+ * worker that cannot start is not restarted in a loop), and then Reads
+ * would wait in its queue forever: a pool left without workers is
+ * destroyed at once (its queued Reads fail with UNAVAILABLE) and the next
+ * Read starts a fresh one.
  */
 export function createReadPool(path: string, size: number): ReadPool {
-  const pool = new Piscina<ReadTask, ReadTaskResult>({
-    filename: workerScript,
-    workerData: { path },
-    minThreads: size,
-    maxThreads: size,
-    // Each worker holds a connection and compiled statements: keep them.
-    idleTimeout: Number.POSITIVE_INFINITY,
-    // A Read runs to its budget on one thread; one at a time per thread.
-    concurrentTasksPerWorker: 1,
-  });
+  const start = () => {
+    const pool = new Piscina<ReadTask, ReadTaskResult>({
+      filename: workerScript,
+      workerData: { path },
+      minThreads: size,
+      maxThreads: size,
+      // Each worker holds a connection and compiled statements: keep them.
+      idleTimeout: Number.POSITIVE_INFINITY,
+      // A Read runs to its budget on one thread; one at a time per thread.
+      concurrentTasksPerWorker: 1,
+    });
+    // A worker that fails outside a task: it is replaced (or the pool is, below); nothing to answer.
+    pool.on("error", () => {});
+    // Checked once piscina is done with the worker (it emits this before removing it and adding a replacement).
+    pool.on("workerDestroy", () =>
+      setImmediate(() => {
+        if (pool.threads.length === 0 && pool === current) {
+          current = undefined;
+          void pool.destroy();
+        }
+      }),
+    );
+    return pool;
+  };
+  let current: Piscina<ReadTask, ReadTaskResult> | undefined = start();
+  let closed = false;
 
   return {
     async read(plan, signal) {
@@ -45,7 +67,9 @@ export function createReadPool(path: string, size: number): ReadPool {
       signal.addEventListener("abort", onAbort, { once: true });
       let reply: ReadTaskResult;
       try {
-        reply = await pool.run({ plan, cancel });
+        if (closed) throw new Error("the read pool is closed");
+        current ??= start();
+        reply = await current.run({ plan, cancel });
       } catch (err) {
         throw ReqlogError.unavailable("a read worker stopped while it ran this Read; retry", err);
       } finally {
@@ -64,10 +88,12 @@ export function createReadPool(path: string, size: number): ReadPool {
       };
     },
     get threads() {
-      return pool.threads;
+      return current?.threads ?? [];
     },
     async close() {
-      await pool.destroy();
+      closed = true;
+      await current?.destroy();
+      current = undefined;
     },
   };
 }
