@@ -26,7 +26,8 @@ export function createTokenCommand(options: { db: string; scope: string[]; app: 
   for (const app of options.app) checkIdentifier(app, "--app");
   return withTokens(options.db, async (tokens) => {
     const name = options.name ?? `${chosen.join("+")}${options.app.length ? ` for ${options.app.join(",")}` : ""}`;
-    return (await tokens.create({ name, scopes: chosen, apps: options.app })).token;
+    const apps = options.app.length > 0 ? options.app : undefined; // no --app: every app
+    return (await tokens.create({ name, scopes: chosen, apps })).token;
   });
 }
 

@@ -39,7 +39,11 @@ export interface ReadPlan {
   /** undefined: no app lines; else the last `perRequest` lines (all when undefined). */
   appLogs?: { perRequest?: number };
   combinedExtras: CombinedExtras;
-  /** The most rows examined, and the longest time spent, before returning what was found. */
+  /**
+   * How many rows a scan examines, and how long it runs, before it returns
+   * what it found (the row that crosses the row budget is still checked:
+   * `rows + 1` at most).
+   */
   budget: { rows: number; ms: number };
 }
 

@@ -7,7 +7,9 @@ import type { UsagePlan } from "../query/usage-plan.js";
  * The storage contract of reqlog, the same for every backend (SQLite, and
  * any networked one). Every method is asynchronous and takes the call's
  * AbortSignal: a cancelled or expired call stops its work (a scan ends, a
- * write not yet begun is not begun) and rejects with CANCELLED.
+ * write not yet begun is not begun) and rejects with CANCELLED. (Work that
+ * runs synchronously on the calling thread, such as SQLite's Reads without
+ * read workers, cannot see an abort until it ends; its scan budget bounds it.)
  *
  * Positions are opaque: a cursor (where a Read page ends) and a change
  * position (how far a Tail has followed) are bytes that only the backend
@@ -29,17 +31,25 @@ export interface Store {
   flush(request: RequestContext, lines: RequestLines["lines"], signal: AbortSignal): Promise<number>;
   /** Executes a validated Read plan: newest first, keyset-paged, within the plan's scan budget. */
   read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
-  /** The stored records of these request ids (those that exist), in the order given, once each, with all their lines. */
+  /**
+   * The stored requests of these ids (those that exist), in the order given,
+   * once each, with all their lines; a request whose lines came before its
+   * record reads as in progress (finished false).
+   */
   getRequests(appId: string, requestIds: readonly Uint8Array[], signal: AbortSignal): Promise<RequestLog[]>;
-  /** Usage buckets from the hourly rollups, by time then version; versions only when the plan asks. */
+  /**
+   * Usage buckets from the hourly rollups, by time then version, and the
+   * versions seen; no buckets when the plan asks for versions only.
+   */
   usage(plan: UsagePlan, signal: AbortSignal): Promise<UsageResult>;
   /** Where the change feed stands now: a Tail started now follows changes after it. */
   changePosition(signal: AbortSignal): Promise<ChangePosition>;
   /**
    * Records of the plan's app changed after `after` that match its filters,
-   * oldest change first, at most `limit` examined. `position` is where to go
-   * on from (everything up to it has been examined); `caughtUp` tells that
-   * it was the newest change when this was read.
+   * oldest change first, at most `limit` of them. `position` is where to go
+   * on from (every change up to it has been examined); `caughtUp` is true
+   * when no newer change existed as this was read (a full batch may say
+   * false even when it held the newest: the next call then returns none).
    */
   changes(plan: ReadPlan, after: ChangePosition, limit: number, signal: AbortSignal): Promise<ChangesResult>;
   /**
@@ -126,7 +136,10 @@ export interface TokenInfo {
 
 /** Access tokens, kept as hashes: the token itself is shown once, at creation. */
 export interface TokenStore {
-  /** Creates a token; returns it (shown once) and its record. */
+  /**
+   * Creates a token; returns it (shown once) and its record. `apps` limits
+   * it to those apps (left out: every app; an empty list is refused).
+   */
   create(options: { name: string; scopes: Scope[]; apps?: string[] }): Promise<{ token: string; info: TokenInfo }>;
   /** The valid (unrevoked) token a caller presented, or undefined. */
   find(token: string): Promise<TokenInfo | undefined>;
@@ -145,8 +158,11 @@ export interface Maintenance {
    */
   expire(cutoff: bigint, limit: number, signal: AbortSignal): Promise<number>;
   /**
-   * After deletions: forgets paging history older than `historyCutoff` (µs),
-   * so older offsets are refused as expired, and returns freed space.
+   * After deletions: forgets paging history older than `historyCutoff` (µs)
+   * and returns freed space. An offset that needs forgotten history is
+   * refused as expired; a backend may keep more history than asked (SQLite
+   * forgets up to the last point it marked before the cutoff), and an offset
+   * that needs none (nothing changed after its page) stays valid.
    */
   compact(historyCutoff: bigint, signal: AbortSignal): Promise<void>;
 }

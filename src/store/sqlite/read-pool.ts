@@ -10,7 +10,7 @@ import type { ReadResult } from "../store.js";
 import type { ReadTask, ReadTaskResult } from "./read-worker.js";
 
 /** The compiled worker: tests run the TypeScript sources, but threads need JS (npm test builds first). */
-const workerScript = join(packageRoot(), "dist", "src", "store", "sqlite", "read-worker.js");
+const workerScript = join(packageRoot(), "dist", "src", "store", "sqlite", "read-worker-entry.cjs");
 
 export interface ReadPool {
   /** Runs a Read on a worker; a cancelled call's scan stops at its next budget check. */

@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type Database from "better-sqlite3";
 import type { Clock } from "../../clock.js";
 import type { Scope, TokenInfo, TokenStore } from "../store.js";
+import { ReqlogError } from "../../reqlog-error.js";
 import { guarded } from "./storage-error.js";
 
 /** Tokens are `rql_<key id>_<secret>`: a public 16-hex-digit key id and 256 random bits. */
@@ -32,6 +33,9 @@ export function createSqliteTokens(db: Database.Database, now: Clock): TokenStor
   return {
     create(options: { name: string; scopes: Scope[]; apps?: string[] }) {
       return guarded(undefined, () => {
+        if (options.apps?.length === 0) {
+          throw ReqlogError.invalid("a token's apps must name at least one app (leave them out for every app)");
+        }
         const keyId = randomBytes(8).toString("hex");
         const token = `rql_${keyId}_${randomBytes(32).toString("base64url")}`;
         const id = insert.run(
@@ -39,7 +43,7 @@ export function createSqliteTokens(db: Database.Database, now: Clock): TokenStor
           hashToken(token),
           options.name,
           [...new Set(options.scopes)].join(" "),
-          options.apps && options.apps.length > 0 ? JSON.stringify(options.apps) : null,
+          options.apps ? JSON.stringify(options.apps) : null,
           now(),
         ).lastInsertRowid;
         return { token, info: info(byId.get(id) as Record<string, unknown>) };

@@ -1,0 +1,1272 @@
+/**
+ * The storage contract of reqlog (src/store/store.ts), stated once as tests
+ * against the `Backend` interface alone, so that every backend (SQLite, a
+ * networked one) runs the same suite unchanged. Nothing here knows how a
+ * backend stores anything: records go in as PreparedRecords (the write
+ * path's prepareRequestLog), Reads as ReadPlans (planRead, with offsets
+ * through the offset codec under the backend's own key), Usage as
+ * UsagePlans (planUsage). Expected values come from what was written.
+ *
+ * A backend file calls `describeStoreContract(name, open)`; see OpenBackend.
+ */
+import { create, isFieldSet, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
+import fc from "fast-check";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import {
+  InstanceStatusSchema,
+  type LogLine,
+  LogLineSchema,
+  LogModuleVersionSchema,
+  type LogReadRequest,
+  LogReadRequestSchema,
+  type LogUsageRequest,
+  LogUsageRequestSchema,
+  type RequestLog,
+  RequestLogSchema,
+} from "../../gen/reqlog/v1/log_service_pb.js";
+import type { AppLine, PreparedRecord, RequestContext } from "../../src/domain/records.js";
+import { defaultLimits, type Limits } from "../../src/limits.js";
+import { createOffsetCodec, type OffsetCodec } from "../../src/query/offset-codec.js";
+import { planRead, type ReadPlan } from "../../src/query/read-plan.js";
+import { planUsage, usageTooLarge } from "../../src/query/usage-plan.js";
+import { Code, ReqlogError } from "../../src/reqlog-error.js";
+import type {
+  Backend,
+  ChangePosition,
+  ChangesResult,
+  Cursor,
+  ReadResult,
+  Store,
+  UsageBucket,
+  UsageResult,
+  WriteResult,
+} from "../../src/store/store.js";
+import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
+import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+
+/** A backend opened on storage of its own for one test. */
+export interface OpenedBackend {
+  /** The backend open now (after `reopen`, the reopened one). */
+  readonly backend: Backend;
+  /** Closes the backend and opens the same storage again, as a restart of the server does. */
+  reopen(): Promise<void>;
+  /** Closes the backend and removes its storage. */
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Opens a backend on fresh, empty storage with `now` as its clock (µs). It
+ * is called once per test (and once more by the test that needs a second,
+ * separate storage); `reopen` on the result restarts the same storage.
+ */
+export type OpenBackend = (now: () => bigint) => Promise<OpenedBackend>;
+
+type ReadInit = Omit<Exclude<MessageInitShape<typeof LogReadRequestSchema>, LogReadRequest>, "$typeName">;
+type UsageInit = Omit<Exclude<MessageInitShape<typeof LogUsageRequestSchema>, LogUsageRequest>, "$typeName">;
+
+/** The signal of a call that is never cancelled. */
+const signal = new AbortController().signal;
+const aborted = AbortSignal.abort();
+
+const hourUs = 3_600_000_000n;
+const dayUs = 24n * hourUs;
+/** A whole hour (2026-11-18T12:00:00Z), in µs. */
+const h0 = 1_795_003_200n * 1_000_000n;
+const hourOf = (usec: bigint) => Number(usec / hourUs);
+
+const decoder = new TextDecoder();
+const idOf = (log: RequestLog) => decoder.decode(log.requestId);
+const idsOf = (logs: readonly RequestLog[]) => logs.map(idOf);
+const pageIds = (page: ReadResult) => page.records.map((r) => idOf(r.log));
+/** Request ids from a space-separated list. */
+const ids = (list: string) => list.split(" ").map(rid);
+
+function prepare(...logs: RequestLog[]): PreparedRecord[] {
+  return logs.map((log, i) => prepareRequestLog(log, defaultLimits, `log[${i}]`));
+}
+
+/** An app line as a record carries it. */
+function logLine(time: bigint, level: number, message: string): LogLine {
+  return create(LogLineSchema, { time, level, logMessage: message });
+}
+
+/** App lines as a Flush or an Ingest entry carries them (positions in order). */
+function appLines(...lines: LogLine[]): AppLine[] {
+  return lines.map((l, pos) => ({ time: l.time, level: l.level, message: l.logMessage, pos }));
+}
+
+/** The request a Flush names: app forge, version v1, module unnamed unless given. */
+function requestOf(id: string, init: Partial<RequestContext> = {}): RequestContext {
+  return { appId: "forge", moduleId: "default", moduleSet: false, versionId: "v1", requestId: rid(id), ...init };
+}
+
+/** A record as the store must give it back: as written, its derived fields filled in, with these lines. */
+function asStored(log: RequestLog, lines: LogLine[] = [...log.line]): RequestLog {
+  const [prepared] = prepare(log);
+  prepared!.log.line = lines;
+  return prepared!.log;
+}
+
+/** Bytes of a RequestLog as Usage counts them: serialized, with its lines (what a Read with app logs returns). */
+const serializedBytes = (log: RequestLog) => toBinary(RequestLogSchema, log).length;
+/** Bytes its lines alone add to a serialized RequestLog. */
+const lineBytes = (log: RequestLog) => serializedBytes(log) - serializedBytes({ ...log, line: [] });
+
+/** The ReqlogError a call failed with (the contract's one error type). */
+async function failure(promise: Promise<unknown>): Promise<{ code: Code; message: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(ReqlogError);
+    const e = err as ReqlogError;
+    return { code: e.code, message: e.message };
+  }
+  throw new Error("expected the call to fail");
+}
+
+/** What one test works with: a backend of its own, its clock, and plans made as the service makes them. */
+interface Harness {
+  readonly backend: Backend;
+  readonly store: Store;
+  /** The backend's clock (µs). */
+  now: bigint;
+  write(...logs: RequestLog[]): Promise<WriteResult>;
+  /** Writes `n` finished records r0… (r<i> ends at t0 + i), a thousand a call. */
+  writeMany(n: number, resource: (i: number) => string): Promise<void>;
+  flush(request: RequestContext, ...lines: LogLine[]): Promise<number>;
+  /** The stored records of app forge with these request ids. */
+  stored(...ids: string[]): Promise<RequestLog[]>;
+  plan(init?: ReadInit, limits?: Partial<Limits>): ReadPlan;
+  /** The plan that continues `init` after `cursor` (through an offset, as a client passes it back). */
+  after(cursor: Cursor, init?: ReadInit, limits?: Partial<Limits>): ReadPlan;
+  read(init?: ReadInit, limits?: Partial<Limits>): Promise<ReadResult>;
+  /** Every page of a read, following `next` until there is none. */
+  walk(init?: ReadInit, limits?: Partial<Limits>): Promise<ReadResult[]>;
+  /** The pages after `first` (read with `init`), following `next` until there is none. */
+  rest(first: ReadResult, init?: ReadInit, limits?: Partial<Limits>): Promise<ReadResult[]>;
+  /** Changes from `from` until caught up, `limit` at a time: every batch and the records of all. */
+  follow(plan: ReadPlan, from: ChangePosition, limit: number): Promise<{ batches: ChangesResult[]; records: RequestLog[] }>;
+  usage(init?: UsageInit, limits?: Partial<Limits>): Promise<UsageResult>;
+  reopen(): Promise<void>;
+}
+
+function useBackend(open: OpenBackend): Harness {
+  let opened: OpenedBackend | undefined;
+  let offsets: OffsetCodec;
+  const limitsOf = (limits: Partial<Limits> = {}): Limits => ({ ...defaultLimits, ...limits });
+
+  const h: Harness = {
+    get backend() {
+      return opened!.backend;
+    },
+    get store() {
+      return opened!.backend.store;
+    },
+    now: t0,
+    write: (...logs) => h.store.write(prepare(...logs), signal),
+    async writeMany(n, resource) {
+      for (let from = 0; from < n; from += 1000) {
+        const logs = Array.from({ length: Math.min(1000, n - from) }, (_, j) =>
+          minimalLog({ requestId: rid(`r${from + j}`), endTime: t0 + BigInt(from + j), resource: resource(from + j) }),
+        );
+        await h.write(...logs);
+      }
+    },
+    flush: (request, ...lines) => h.store.flush(request, appLines(...lines), signal),
+    stored: (...ids) => h.store.getRequests("forge", ids.map(rid), signal),
+    plan: (init = {}, limits) => planRead(create(LogReadRequestSchema, { appId: "forge", ...init }), limitsOf(limits), offsets),
+    after: (cursor, init = {}, limits) =>
+      h.plan({ ...init, offset: { requestId: offsets.encode(init.appId ?? "forge", cursor) } }, limits),
+    read: (init, limits) => h.store.read(h.plan(init, limits), signal),
+    async walk(init, limits) {
+      const first = await h.read(init, limits);
+      return [first, ...(await h.rest(first, init, limits))];
+    },
+    async rest(first, init, limits) {
+      const pages: ReadResult[] = [];
+      for (let next = first.next; next; next = pages.at(-1)!.next) {
+        if (pages.length > 1000) throw new Error("a walk of more than 1000 pages");
+        pages.push(await h.store.read(h.after(next, init, limits), signal));
+      }
+      return pages;
+    },
+    async follow(plan, from, limit) {
+      const batches: ChangesResult[] = [];
+      let position = from;
+      do {
+        if (batches.length > 1000) throw new Error("not caught up after 1000 batches");
+        const batch = await h.store.changes(plan, position, limit, signal);
+        batches.push(batch);
+        position = batch.position;
+      } while (!batches.at(-1)!.caughtUp);
+      return { batches, records: batches.flatMap((b) => b.records) };
+    },
+    usage: (init = {}, limits) =>
+      h.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge", ...init }), limitsOf(limits)), signal),
+    async reopen() {
+      await opened!.reopen();
+      offsets = createOffsetCodec(await h.store.offsetKey(signal));
+    },
+  };
+
+  beforeEach(async () => {
+    h.now = t0;
+    opened = await open(() => h.now);
+    offsets = createOffsetCodec(await h.store.offsetKey(signal));
+  });
+  afterEach(async () => {
+    await opened?.cleanup();
+    opened = undefined;
+  });
+  return h;
+}
+
+/** A small forge: two apps, modules, versions, statuses, hosts, levels, one request in progress. */
+async function seedForge(h: Harness): Promise<void> {
+  h.now = t0 + 1_000n; // the in-progress request sorts at the time of its write
+  const line = (level: number) => logLine(t0, level, `level ${level}`);
+  /** A finished forge API request: id, end (after t0), status, path under /api/v1/, other fields. */
+  const api = (id: string, end: bigint, status: number, path: string, more: Parameters<typeof minimalLog>[0] = {}) =>
+    minimalLog({ requestId: rid(id), endTime: t0 + end, status, resource: `/api/v1/${path}`, ...more });
+  await h.write(
+    api("a", 100n, 200, "repos/a/b/commits", { host: "forge.example", line: [line(1)] }),
+    api("b", 200n, 302, "repos/a/b/actions/artifacts/7/zip", { host: "forge.example", replicaIndex: 2 }),
+    api("c", 300n, 401, "repos/a/b/actions/artifacts/7/zip/raw", { host: "dl.forge.example", line: [line(3)] }),
+    api("d", 400n, 403, "user/starred/a/b", { moduleId: "git", versionId: "v2", line: [line(4), line(0)] }),
+    api("e", 500n, 404, "admin/hooks/99", { versionId: "v2" }),
+    minimalLog({ requestId: rid("f"), finished: false, resource: "/api/v1/repos/a/b/branches" }),
+    minimalLog({ appId: "other", requestId: rid("x"), endTime: t0 + 600n }),
+  );
+}
+
+/** Six finished records r0 … r5 ending at t0, t0 + 10, … t0 + 50. */
+async function writeSix(h: Harness): Promise<void> {
+  await h.write(...Array.from({ length: 6 }, (_, i) => minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i) * 10n })));
+}
+
+export function describeStoreContract(name: string, open: OpenBackend): void {
+  describe(`store contract: ${name}`, () => {
+    const h = useBackend(open);
+    describeWrites(h);
+    describeReads(h);
+    describePaging(h);
+    describeScanBudget(h);
+    describeChanges(h);
+    describeUsage(h);
+    describeRetention(h);
+    describeStatusesAndTokens(h);
+    describeCancellation(h);
+    describeOffsetKey(h, open);
+  });
+}
+
+function describeWrites(h: Harness): void {
+  describe("write (upsert by app and request id)", () => {
+    it("stores a record written twice once, with its lines once", async () => {
+      const a = () =>
+        minimalLog({ requestId: rid("a"), endTime: t0 + 10n, line: [logLine(t0 + 2n, 2, "two"), logLine(t0 + 1n, 1, "one")] });
+      expect(await h.write(a())).toEqual({ records: 1, lines: 2 });
+      expect(await h.write(a())).toEqual({ records: 1, lines: 0 });
+      expect(await h.stored("a")).toEqual([asStored(a(), [logLine(t0 + 1n, 1, "one"), logLine(t0 + 2n, 2, "two")])]);
+      expect(pageIds(await h.read({ includeIncomplete: true }))).toEqual(["a"]);
+    });
+
+    it("counts every record of a write, and only the lines that are new", async () => {
+      const a = (...extra: LogLine[]) =>
+        minimalLog({ requestId: rid("a"), endTime: t0 + 1n, line: [logLine(t0, 1, "one"), logLine(t0, 1, "two"), ...extra] });
+      expect(await h.write(a(), minimalLog({ requestId: rid("b") }), minimalLog({ requestId: rid("c"), line: [logLine(t0, 3, "c")] }))).toEqual({
+        records: 3,
+        lines: 3,
+      });
+      // The first two lines again (same time, level, message and position), and one more.
+      expect(await h.write(a(logLine(t0, 1, "three")))).toEqual({ records: 1, lines: 1 });
+      expect((await h.stored("a"))[0]!.line.map((l) => l.logMessage)).toEqual(["one", "two", "three"]);
+    });
+
+    it("replaces a record's fields when it is written again; fields left unset stay unset", async () => {
+      await h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 5n, status: 200, host: "forge.example", userAgent: "git/2.45" }));
+      const again = () => minimalLog({ requestId: rid("a"), endTime: t0 + 7n, status: 404, moduleId: "git", versionId: "v2" });
+      await h.write(again());
+      expect(await h.stored("a")).toEqual([asStored(again())]);
+      expect(pageIds(await h.read({ hostRegex: "forge" }))).toEqual([]);
+    });
+
+    it("completes an in-progress record when its finished write arrives", async () => {
+      h.now = t0 + 1_000n;
+      const open = () => minimalLog({ requestId: rid("a"), finished: false, status: 0 });
+      const done = () => minimalLog({ requestId: rid("a"), endTime: t0 + 50n, status: 200 });
+      await h.write(open());
+      expect(await h.stored("a")).toEqual([asStored(open())]);
+      expect(pageIds(await h.read())).toEqual([]);
+      await h.write(done());
+      expect(await h.stored("a")).toEqual([asStored(done())]);
+      const page = await h.read();
+      expect(pageIds(page)).toEqual(["a"]);
+      expect(page.lastSortTime).toBe(t0 + 50n);
+    });
+
+    it("never turns a finished record back into an in-progress one, but keeps the late write's lines", async () => {
+      h.now = t0 + 1_000n;
+      const done = () => minimalLog({ requestId: rid("a"), endTime: t0 + 50n, status: 200, line: [logLine(t0 + 1n, 1, "first")] });
+      await h.write(done());
+      const late = minimalLog({ requestId: rid("a"), finished: false, status: 500, line: [logLine(t0 + 3n, 3, "late")] });
+      expect(await h.write(late)).toEqual({ records: 1, lines: 1 });
+      expect(await h.stored("a")).toEqual([asStored(done(), [logLine(t0 + 1n, 1, "first"), logLine(t0 + 3n, 3, "late")])]);
+      const page = await h.read({ includeIncomplete: true });
+      expect(pageIds(page)).toEqual(["a"]);
+      expect(page.lastSortTime).toBe(t0 + 50n);
+    });
+
+    it("keeps the same request id of two apps as two requests", async () => {
+      const forge = () => minimalLog({ requestId: rid("a"), status: 200 });
+      const other = () => minimalLog({ appId: "other", requestId: rid("a"), status: 500 });
+      await h.write(forge(), other());
+      expect(await h.stored("a")).toEqual([asStored(forge())]);
+      expect(await h.store.getRequests("other", [rid("a")], signal)).toEqual([asStored(other())]);
+    });
+
+    it("getRequests returns the stored records of the ids given, in that order, once each, with all their lines", async () => {
+      const a = () => minimalLog({ requestId: rid("a"), line: [logLine(t0 + 1n, 1, "x"), logLine(t0 + 2n, 1, "y")] });
+      const c = () => minimalLog({ requestId: rid("c"), endTime: t0 + 9n });
+      await h.write(a(), minimalLog({ requestId: rid("b") }), c(), minimalLog({ appId: "other", requestId: rid("z") }));
+      expect(await h.stored("c", "zz", "a", "c", "z")).toEqual([asStored(c()), asStored(a())]);
+      expect(await h.store.getRequests("nobody", [rid("a")], signal)).toEqual([]);
+    });
+  });
+
+  describe("lines before records", () => {
+    it("shows lines flushed before their record as a request in progress, then returns them with the record", async () => {
+      h.now = t0 + 500n;
+      const early = [logLine(t0 + 2n, 2, "early"), logLine(t0 + 1n, 1, "earlier")];
+      expect(await h.flush(requestOf("a", { versionId: "v0" }), ...early)).toBe(2);
+      const [stub] = await h.stored("a");
+      expect({ finished: stub!.finished, startTime: stub!.startTime, versionId: stub!.versionId }).toEqual({
+        finished: false,
+        startTime: t0 + 1n, // its earliest line
+        versionId: "v0",
+      });
+      expect(stub!.line).toEqual([early[1], early[0]]);
+      expect(pageIds(await h.read())).toEqual([]);
+      expect(pageIds(await h.read({ includeIncomplete: true }))).toEqual(["a"]);
+
+      // The record's fields, its version among them, win.
+      const record = () => minimalLog({ requestId: rid("a"), endTime: t0 + 50n, line: [logLine(t0 + 3n, 1, "own")] });
+      expect(await h.write(record())).toEqual({ records: 1, lines: 1 });
+      expect(await h.stored("a")).toEqual([asStored(record(), [early[1]!, early[0]!, logLine(t0 + 3n, 1, "own")])]);
+      expect(pageIds(await h.read({ versionId: ["v1"] }))).toEqual(["a"]);
+    });
+
+    it("counts only new lines in a flush", async () => {
+      const one = logLine(t0 + 1n, 1, "one");
+      const two = logLine(t0 + 2n, 1, "two");
+      expect(await h.flush(requestOf("a"), one, two)).toBe(2);
+      expect(await h.flush(requestOf("a"), one, two)).toBe(0);
+      expect(await h.flush(requestOf("a"), one, two, logLine(t0 + 3n, 1, "three"))).toBe(1);
+      expect((await h.stored("a"))[0]!.line.map((l) => l.logMessage)).toEqual(["one", "two", "three"]);
+    });
+
+    it("ingests records and lines of several requests in one call, counting only new lines", async () => {
+      const b = () => minimalLog({ requestId: rid("b"), endTime: t0 + 20n, line: [logLine(t0 + 1n, 1, "own")] });
+      const batch = () =>
+        h.store.ingest(
+          prepare(b()),
+          [
+            { request: requestOf("b"), lines: appLines(logLine(t0 + 2n, 2, "to b")) },
+            { request: requestOf("c"), lines: appLines(logLine(t0 + 3n, 1, "c1"), logLine(t0 + 4n, 1, "c2")) },
+          ],
+          signal,
+        );
+      expect(await batch()).toEqual({ records: 1, lines: 4 });
+      expect(await batch()).toEqual({ records: 1, lines: 0 });
+      expect(await h.stored("b")).toEqual([asStored(b(), [logLine(t0 + 1n, 1, "own"), logLine(t0 + 2n, 2, "to b")])]);
+      const c = () => minimalLog({ requestId: rid("c"), endTime: t0 + 30n });
+      await h.write(c());
+      expect(await h.stored("c")).toEqual([asStored(c(), [logLine(t0 + 3n, 1, "c1"), logLine(t0 + 4n, 1, "c2")])]);
+    });
+  });
+}
+
+function describeReads(h: Harness): void {
+  describe("read", () => {
+    it("returns finished records newest first, each with a cursor, without lines unless asked", async () => {
+      await seedForge(h);
+      const page = await h.read();
+      expect(pageIds(page)).toEqual(["e", "d", "c", "b", "a"]);
+      expect(page.records.every((r) => r.cursor.length > 0 && r.log.line.length === 0)).toBe(true);
+      expect(page.next).toBeUndefined();
+      expect(page.lastSortTime).toBe(t0 + 100n);
+    });
+
+    it("sorts a request in progress at the time of its last write or flush", async () => {
+      h.now = t0 + 250n;
+      await h.write(
+        minimalLog({ requestId: rid("p"), finished: false }),
+        minimalLog({ requestId: rid("a"), endTime: t0 + 100n }),
+        minimalLog({ requestId: rid("b"), endTime: t0 + 400n }),
+      );
+      expect(pageIds(await h.read())).toEqual(["b", "a"]);
+      expect(pageIds(await h.read({ includeIncomplete: true }))).toEqual(["b", "p", "a"]);
+      h.now = t0 + 500n;
+      await h.flush(requestOf("p"), logLine(t0 + 1n, 1, "still going"));
+      expect(pageIds(await h.read({ includeIncomplete: true }))).toEqual(["p", "b", "a"]);
+      expect(pageIds(await h.read({ includeIncomplete: true, startTime: t0 + 450n }))).toEqual(["p"]);
+    });
+
+    it.each<[string, ReadInit, string]>([
+      ["include_incomplete", { includeIncomplete: true }, "f e d c b a"],
+      ["start_time (inclusive)", { startTime: t0 + 300n }, "e d c"],
+      ["end_time (exclusive)", { endTime: t0 + 300n }, "b a"],
+      ["a time window", { startTime: t0 + 200n, endTime: t0 + 400n }, "c b"],
+      ["version_id (module default)", { versionId: ["v2"] }, "e"],
+      ["module_version pairs, ORed", { moduleVersion: [create(LogModuleVersionSchema, { moduleId: "git", versionId: "v2" }), create(LogModuleVersionSchema, { versionId: "v2" })] }, "e d"],
+      ["a module without a version: all its versions", { moduleVersion: [create(LogModuleVersionSchema, { moduleId: "git" })] }, "d"],
+      ["an unknown version", { versionId: ["nope"] }, ""],
+      ["minimum_log_level", { minimumLogLevel: 3 }, "d c"],
+      ["minimum_log_level 0 (some app line)", { minimumLogLevel: 0 }, "d c a"],
+      ["combined_log_regex (unanchored)", { combinedLogRegex: '" 40[13] ' }, "d c"],
+      ["host_regex", { hostRegex: "^dl\\." }, "c"],
+      ["host_regex (unanchored)", { hostRegex: "forge" }, "c b a"],
+      ["replica_index", { replicaIndex: 2 }, "b"],
+      ["replica_index -1 (unset)", { replicaIndex: -1 }, "e d c a"],
+      ["several filters, ANDed", { startTime: t0 + 200n, minimumLogLevel: 3, hostRegex: "forge" }, "c"],
+      ["request ids: in the order given, once each, those that exist", { requestId: ids("c zz a c") }, "c a"],
+      ["request ids with a regex", { requestId: ids("c d a"), combinedLogRegex: '" 40[13] ' }, "c d"],
+      ["request ids: count does not apply", { requestId: ids("a b c"), count: 1n }, "a b c"],
+      ["request ids with include_incomplete", { requestId: ids("f"), includeIncomplete: true }, "f"],
+      ["request ids of a request in progress, without include_incomplete", { requestId: ids("f") }, ""],
+      ["count", { count: 2n }, "e d"],
+    ])("filters by %s", async (_name, init, expected) => {
+      await seedForge(h);
+      expect(pageIds(await h.read(init)).join(" ")).toBe(expected);
+    });
+
+    it("never returns another app's records", async () => {
+      await seedForge(h);
+      expect(pageIds(await h.read({ appId: "other", includeIncomplete: true }))).toEqual(["x"]);
+      expect(pageIds(await h.read({ appId: "nobody", includeIncomplete: true }))).toEqual([]);
+    });
+
+    it("matches combined_log_regex against the combined line as read back, written or derived", async () => {
+      await h.write(
+        minimalLog({ requestId: rid("plain"), endTime: t0 + 1n, status: 200 }),
+        minimalLog({ requestId: rid("given"), endTime: t0 + 2n, combined: "custom line of 7 words here" }),
+        minimalLog({ requestId: rid("quoted"), endTime: t0 + 3n, resource: '/search?q="x"' }),
+      );
+      const lines = new Map((await h.read()).records.map((r) => [idOf(r.log), r.log.combined]));
+      expect(lines.get("given")).toBe("custom line of 7 words here");
+      expect(lines.get("quoted")).toContain('"GET /search?q=\\"x\\""');
+      expect(pageIds(await h.read({ combinedLogRegex: "custom line" }))).toEqual(["given"]);
+      expect(pageIds(await h.read({ combinedLogRegex: 'q=\\\\"x' }))).toEqual(["quoted"]);
+      expect(pageIds(await h.read({ combinedLogRegex: '"GET /api/v1/repos/alice/app" 200 ' }))).toEqual(["plain"]);
+    });
+
+    it("attaches app lines in time order with include_app_logs, the last N with lines_incomplete", async () => {
+      const lines = [3n, 1n, 2n].map((d) => logLine(t0 + d, 1, `at ${d}`));
+      await h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 10n, line: lines }), minimalLog({ requestId: rid("b"), endTime: t0 + 5n }));
+      const messages = (page: ReadResult) =>
+        page.records.map((r) => [
+          r.log.line.map((l) => l.logMessage),
+          isFieldSet(r.log, RequestLogSchema.field.linesIncomplete) ? r.log.linesIncomplete : undefined,
+        ]);
+      expect(messages(await h.read({ includeAppLogs: true }))).toEqual([[["at 1", "at 2", "at 3"], undefined], [[], undefined]]);
+      expect(messages(await h.read({ includeAppLogs: true, appLogsPerRequest: 2 }))).toEqual([[["at 2", "at 3"], true], [[], undefined]]);
+      expect(messages(await h.read({ includeAppLogs: true, appLogsPerRequest: 3 }))).toEqual([[["at 1", "at 2", "at 3"], undefined], [[], undefined]]);
+      expect(messages(await h.read({ appLogsPerRequest: 2 }))).toEqual([[[], undefined], [[], undefined]]);
+    });
+
+    it("adds the host and the extra fields to combined as the plan asks", async () => {
+      const extras = { host: "forge.example", mcycles: 2400n, cost: 0.00012, wasLoadingRequest: true, cloneKey: new Uint8Array([0xab, 0x01]) };
+      await h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 12_345n, ip: "192.0.2.1", ...extras, taskQueueName: "mirror-sync", taskName: "t-9" }));
+      const base = '192.0.2.1 - - [18/Nov/2026:11:06:40 +0000] "GET /api/v1/repos/alice/app" 0 0 "-" "-"';
+      const combined = async (init: ReadInit) => (await h.read(init)).records[0]!.log.combined;
+      expect(await combined({})).toBe(base);
+      expect(await combined({ includeHost: true })).toBe(`${base} "forge.example"`);
+      expect(await combined({ includeAll: true })).toBe(
+        `${base} "forge.example" ms=12 cpu_ms=2000 cpm_usd=0.000120 loading_request=1 instance=ab01 queue_name=mirror-sync task_name=t-9`,
+      );
+      // The regex matches the plain line, whatever the include flags.
+      expect((await h.read({ includeAll: true, combinedLogRegex: '"-"$' })).records).toHaveLength(1);
+    });
+  });
+}
+
+function describePaging(h: Harness): void {
+  describe("paging", () => {
+    it("pages through every matching record once, newest first; the last page has no next", async () => {
+      await writeSix(h);
+      await h.write(minimalLog({ requestId: rid("r6"), endTime: t0 + 60n }), minimalLog({ appId: "other", requestId: rid("x") }));
+      const pages = await h.walk({ count: 3n });
+      expect(pages.map(pageIds)).toEqual([["r6", "r5", "r4"], ["r3", "r2", "r1"], ["r0"]]);
+      expect(pages.map((p) => p.next !== undefined)).toEqual([true, true, false]);
+      const exact = await h.read({ count: 7n });
+      expect(pageIds(exact)).toEqual(["r6", "r5", "r4", "r3", "r2", "r1", "r0"]);
+      expect(exact.next).toBeUndefined();
+    });
+
+    it("continues right after any record's own cursor", async () => {
+      await writeSix(h);
+      const page = await h.read();
+      const rest = await h.store.read(h.after(page.records[2]!.cursor), signal);
+      expect(pageIds(rest)).toEqual(["r2", "r1", "r0"]);
+    });
+
+    it("pages through records tied on sort time without skipping or repeating one", async () => {
+      await h.write(...Array.from({ length: 10 }, (_, i) => minimalLog({ requestId: rid(`t${i}`), endTime: t0 + 5n })));
+      await h.write(minimalLog({ requestId: rid("newer"), endTime: t0 + 6n }), minimalLog({ requestId: rid("older"), endTime: t0 + 4n }));
+      const whole = pageIds(await h.read());
+      expect(whole[0]).toBe("newer");
+      expect(whole.at(-1)).toBe("older");
+      expect(new Set(whole).size).toBe(12);
+      expect((await h.walk({ count: 3n })).flatMap(pageIds)).toEqual(whole);
+    });
+
+    it("walks the order as it stood at the first page, whatever is written between pages", async () => {
+      await writeSix(h);
+      const first = await h.read({ count: 2n });
+      expect(pageIds(first)).toEqual(["r5", "r4"]);
+      await h.write(
+        minimalLog({ requestId: rid("r3"), endTime: t0 + 1_000n }), // moves to the top
+        minimalLog({ requestId: rid("r1"), endTime: t0 + 45n }), // moves up, past r4
+        minimalLog({ requestId: rid("n"), endTime: t0 + 30n }), // new
+        minimalLog({ requestId: rid("r5"), endTime: t0 + 1n }), // seen, moves down
+      );
+      await h.flush(requestOf("r2"), logLine(t0, 1, "more"));
+      expect((await h.rest(first, { count: 2n })).flatMap(pageIds)).toEqual(["r3", "r2", "r1", "r0"]);
+      expect(pageIds(await h.read())).toEqual(["r3", "r1", "r4", "n", "r2", "r5", "r0"]);
+    });
+
+    it("walks exactly the matching records, newest first, with no skip or repeat, even with changes between pages (property)", async () => {
+      let run = 0;
+      let runsWithTies = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.record({
+            initial: fc.array(pagingOp, { minLength: 8, maxLength: 30 }),
+            filter: pagingFilter,
+            count: fc.integer({ min: 1, max: 4 }),
+            /** Ops after each page. */
+            between: fc.array(fc.array(pagingOp, { maxLength: 3 }), { maxLength: 8 }),
+          }),
+          async ({ initial, filter, count, between }) => {
+            const model = createPagingModel(h, `prop-${run++}`);
+            for (const op of initial) await model.apply(op);
+            const atSnapshot = model.snapshot();
+            const init = model.readInit(filter, count);
+            // The whole order as it stands, in one page: the walk must follow it.
+            const whole = await h.read({ ...init, count: 1000n });
+            const order = pageIds(whole);
+            expect(whole.next).toBeUndefined();
+            expect([...order].sort()).toEqual(
+              [...atSnapshot.values()].filter((m) => model.matches(m, filter, true)).map((m) => m.id).sort(),
+            );
+            const keyOf = (id: string) => atSnapshot.get(id)!.sortTime;
+            for (let i = 1; i < order.length; i++) expect(keyOf(order[i - 1]!)).toBeGreaterThanOrEqual(keyOf(order[i]!));
+            if (new Set(order.map(keyOf)).size < order.length) runsWithTies++;
+
+            // Records that keep matching at every page must come exactly once.
+            const alwaysMatching = new Set(order);
+            const seen: string[] = [];
+            let page = await h.read(init);
+            let pages = 1;
+            for (;;) {
+              seen.push(...pageIds(page));
+              expect(page.records.length).toBeLessThanOrEqual(count);
+              if (page.next) expect(page.records.length).toBe(count); // no budget is hit at this size
+              for (const op of between[pages - 1] ?? []) await model.apply(op);
+              for (const id of alwaysMatching) if (!model.matches(model.current(id)!, filter, false)) alwaysMatching.delete(id);
+              if (!page.next || pages === 100) break;
+              page = await h.store.read(h.after(page.next, init), signal);
+              pages++;
+            }
+
+            expect(new Set(seen).size).toBe(seen.length);
+            if (!between.slice(0, pages - 1).some((ops) => ops.length > 0)) {
+              expect(seen).toEqual(order);
+              return;
+            }
+            for (const id of alwaysMatching) expect(seen).toContain(id);
+            // Nothing created after the first page; the order as it stood then.
+            for (const id of seen) expect(atSnapshot.has(id)).toBe(true);
+            for (let i = 1; i < seen.length; i++) {
+              const [prev, next] = [seen[i - 1]!, seen[i]!];
+              expect(keyOf(prev)).toBeGreaterThanOrEqual(keyOf(next));
+              if (keyOf(prev) === keyOf(next) && order.includes(prev) && order.includes(next)) {
+                expect(order.indexOf(prev)).toBeLessThan(order.indexOf(next));
+              }
+            }
+          },
+        ),
+        { numRuns: 100 },
+      );
+      // The property is only as good as its data: ties must have come up often.
+      expect(runsWithTies).toBeGreaterThan(15);
+    });
+  });
+}
+
+/** One request as the contract says it must stand. */
+interface PagingRecord {
+  id: string;
+  version: string;
+  finished: boolean;
+  sortTime: bigint;
+  status: number;
+  host: string;
+  maxLevel: number;
+}
+
+const pagingVersions = ["v1", "v2", "v3"];
+const pagingHosts = ["", "forge.example", "dl.forge.example"];
+const pagingStatuses = [200, 302, 401, 403, 404];
+/** combined_log_regex patterns, and the statuses each matches (a lines-only request has status 0). */
+const statusPatterns: [string, number[]][] = [['" 40[134] ', [401, 403, 404]], ['" 302 ', [302]]];
+const hostPatterns: [string, (host: string) => boolean][] = [["^dl\\.", (host) => host.startsWith("dl.")], ["forge", (host) => host.includes("forge")]];
+
+/** Writes (few distinct end times: many ties) and flushes of fifteen requests. */
+const pagingOp = fc.oneof(
+  fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.boolean(), end: fc.nat(3), status: fc.nat(4), host: fc.nat(2) }),
+  fc.record({ kind: fc.constant("flush" as const), req: fc.nat(14), level: fc.nat(4) }),
+);
+type PagingOp = typeof pagingOp extends fc.Arbitrary<infer T> ? T : never;
+
+/** One filter of a Read (beside include_incomplete); the values index the tables above. */
+const filterPart = fc.oneof(
+  fc.nat(2).map((version) => ({ version })),
+  fc.nat(4).map((minimumLogLevel) => ({ minimumLogLevel })),
+  fc.tuple(fc.nat(8), fc.nat(8)).map(([a, b]) => ({ window: [Math.min(a, b), Math.max(a, b) + 1] as [number, number] })),
+  fc.nat(statusPatterns.length - 1).map((status) => ({ status })),
+  fc.nat(hostPatterns.length - 1).map((host) => ({ host })),
+);
+/** A Read's filters: at most two besides include_incomplete, so that most pages are not empty. */
+const pagingFilter = fc
+  .tuple(fc.boolean(), fc.array(filterPart, { maxLength: 2 }))
+  .map(([includeIncomplete, parts]) => Object.assign({ includeIncomplete }, ...parts) as PagingFilter);
+interface PagingFilter {
+  includeIncomplete: boolean;
+  version?: number;
+  minimumLogLevel?: number;
+  window?: [number, number];
+  status?: number;
+  host?: number;
+}
+
+/** The requests of one app as the contract says they stand, kept beside the backend's. */
+function createPagingModel(h: Harness, app: string) {
+  const records = new Map<string, PagingRecord>();
+  const endOf = (end: number) => t0 + BigInt(end) * 100n;
+  const windowOf = (w: [number, number]) => [endOf(w[0]), endOf(w[1])] as const;
+
+  return {
+    async apply(op: PagingOp): Promise<void> {
+      h.now += 10n;
+      const id = `r${op.req}`;
+      const existing = records.get(id);
+      if (op.kind === "flush") {
+        await h.flush(requestOf(id, { appId: app }), logLine(t0 + 5n, op.level, "m"));
+        const m = existing ?? { id, version: "v1", finished: false, sortTime: h.now, status: 0, host: "", maxLevel: -1 };
+        m.maxLevel = Math.max(m.maxLevel, op.level);
+        if (!m.finished) m.sortTime = h.now;
+        records.set(id, m);
+        return;
+      }
+      const host = pagingHosts[op.host]!;
+      await h.write(
+        minimalLog({
+          appId: app,
+          versionId: pagingVersions[op.version],
+          requestId: rid(id),
+          endTime: op.finished ? endOf(op.end) : 0n,
+          finished: op.finished,
+          status: pagingStatuses[op.status],
+          ...(host ? { host } : {}),
+        }),
+      );
+      if (existing?.finished && !op.finished) return;
+      records.set(id, {
+        id,
+        version: pagingVersions[op.version]!,
+        finished: op.finished,
+        sortTime: op.finished ? endOf(op.end) : h.now,
+        status: pagingStatuses[op.status]!,
+        host,
+        maxLevel: existing?.maxLevel ?? -1,
+      });
+    },
+    current: (id: string) => records.get(id),
+    snapshot: () => new Map([...records].map(([id, m]) => [id, { ...m }])),
+    /** Whether a record matches the filter's values (and, with `window`, its time window). */
+    matches(m: PagingRecord, f: PagingFilter, window: boolean): boolean {
+      const [start, end] = f.window && window ? windowOf(f.window) : [undefined, undefined];
+      return (
+        (f.includeIncomplete || m.finished) &&
+        (f.version === undefined || m.version === pagingVersions[f.version]) &&
+        (f.minimumLogLevel === undefined || m.maxLevel >= f.minimumLogLevel) &&
+        (f.status === undefined || statusPatterns[f.status]![1].includes(m.status)) &&
+        (f.host === undefined || hostPatterns[f.host]![1](m.host)) &&
+        (start === undefined || (m.sortTime >= start && m.sortTime < end!))
+      );
+    },
+    readInit(f: PagingFilter, count: number): ReadInit {
+      return {
+        appId: app,
+        count: BigInt(count),
+        includeIncomplete: f.includeIncomplete,
+        ...(f.version !== undefined ? { versionId: [pagingVersions[f.version]!] } : {}),
+        ...(f.minimumLogLevel !== undefined ? { minimumLogLevel: f.minimumLogLevel } : {}),
+        ...(f.window ? { startTime: windowOf(f.window)[0], endTime: windowOf(f.window)[1] } : {}),
+        ...(f.status !== undefined ? { combinedLogRegex: statusPatterns[f.status]![0] } : {}),
+        ...(f.host !== undefined ? { hostRegex: hostPatterns[f.host]![0] } : {}),
+      };
+    },
+  };
+}
+
+function describeScanBudget(h: Harness): void {
+  describe("scan budget", () => {
+    it("returns what it found when the row budget is spent, with a next cursor that continues exactly", async () => {
+      await h.writeMany(300, (i) => (i % 30 === 0 ? `/match-me/${i}` : `/other/${i}`));
+      const init: ReadInit = { count: 20n, combinedLogRegex: "match-me" };
+      const pages = await h.walk(init, { readScanRows: 50 });
+      // Newest first, r299 … r250 are the budget (r249 may end the scan): r270 is the only match.
+      expect(pageIds(pages[0]!)).toEqual(["r270"]);
+      expect(pages[0]!.next).toBeDefined();
+      expect([t0 + 249n, t0 + 250n]).toContain(pages[0]!.lastSortTime);
+      expect(pages.flatMap(pageIds)).toEqual(["r270", "r240", "r210", "r180", "r150", "r120", "r90", "r60", "r30", "r0"]);
+      expect(pages.length).toBeGreaterThanOrEqual(6); // no page examined more than 51 of the 300 rows
+    });
+
+    it("stops a scan whose filters match nothing at the budget, with no records and a next cursor", async () => {
+      await h.writeMany(1000, (i) => `/r/${i}`);
+      const pages = await h.walk({ minimumLogLevel: 4, count: 10n }, { readScanRows: 100 });
+      expect(pages[0]!.records).toEqual([]);
+      expect(pages[0]!.next).toBeDefined();
+      expect([t0 + 899n, t0 + 900n]).toContain(pages[0]!.lastSortTime);
+      expect(pages.flatMap(pageIds)).toEqual([]);
+      // 100 rows a page (or 101, with the row that ends the scan), and nothing more once all were examined.
+      expect(pages.length).toBeGreaterThanOrEqual(10);
+      expect(pages.length).toBeLessThanOrEqual(11);
+    });
+
+    it("stops a scan at the time budget", async () => {
+      await h.writeMany(30_000, (i) => `/${"a".repeat(200)}${i}`);
+      // No combined line ends in "a" (they end in `"-"`): the pattern is tried on every row.
+      const page = await h.read({ combinedLogRegex: "(a+)+$", count: 10n }, { readScanMs: 1, readScanRows: 1_000_000 });
+      expect(page.records).toEqual([]);
+      expect(page.next).toBeDefined();
+      expect(page.lastSortTime).toBeGreaterThan(t0);
+    });
+  });
+}
+
+function describeChanges(h: Harness): void {
+  describe("changes (Tail)", () => {
+    it("returns the matching records of the app changed after a position, oldest change first, each at its latest change", async () => {
+      h.now = t0 + 5_000n;
+      await h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 1n, status: 200 }), minimalLog({ requestId: rid("z"), endTime: t0 + 1n }));
+      const from = await h.store.changePosition(signal);
+      await h.write(minimalLog({ requestId: rid("b"), endTime: t0 + 2n }));
+      await h.write(minimalLog({ appId: "other", requestId: rid("x"), endTime: t0 + 2n }));
+      await h.write(minimalLog({ requestId: rid("p"), finished: false }));
+      await h.write(minimalLog({ requestId: rid("c"), endTime: t0 + 3n }));
+      await h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 1n, status: 503 }));
+
+      const changed = await h.store.changes(h.plan(), from, 100, signal);
+      expect(idsOf(changed.records)).toEqual(["b", "c", "a"]);
+      expect(changed.records[2]!.status).toBe(503);
+      expect(changed.caughtUp).toBe(true);
+      expect(idsOf((await h.store.changes(h.plan({ includeIncomplete: true }), from, 100, signal)).records)).toEqual(["b", "p", "c", "a"]);
+
+      const after = await h.store.changes(h.plan(), changed.position, 100, signal);
+      expect(after).toMatchObject({ records: [], caughtUp: true });
+      expect((await h.store.changes(h.plan(), await h.store.changePosition(signal), 100, signal)).records).toEqual([]);
+    });
+
+    it("applies the plan's filters but not its count", async () => {
+      const from = await h.store.changePosition(signal);
+      await h.write(minimalLog({ requestId: rid("ok"), endTime: t0 + 1n, status: 200 }));
+      await h.write(minimalLog({ requestId: rid("boom"), endTime: t0 + 2n, status: 502 }));
+      await h.write(minimalLog({ requestId: rid("bang"), endTime: t0 + 3n, status: 503, moduleId: "git" }));
+      await h.write(minimalLog({ requestId: rid("ok"), endTime: t0 + 4n, status: 500 }));
+      const plan = h.plan({ combinedLogRegex: '" 50\\d ', count: 1n });
+      expect(idsOf((await h.follow(plan, from, 100)).records)).toEqual(["boom", "bang", "ok"]);
+      const git = h.plan({ moduleVersion: [create(LogModuleVersionSchema, { moduleId: "git" })] });
+      expect(idsOf((await h.follow(git, from, 100)).records)).toEqual(["bang"]);
+    });
+
+    it("returns at most `limit` records a batch, going on from each position until caught up", async () => {
+      const from = await h.store.changePosition(signal);
+      for (let i = 0; i < 5; i++) await h.write(minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i) }));
+      const { batches, records } = await h.follow(h.plan(), from, 2);
+      expect(idsOf(records)).toEqual(["r0", "r1", "r2", "r3", "r4"]);
+      expect(batches.length).toBeGreaterThanOrEqual(3);
+      expect(batches.every((b) => b.records.length <= 2)).toBe(true);
+      expect(batches.map((b) => b.caughtUp)).toEqual([...batches.slice(1).map(() => false), true]);
+    });
+
+    it("passes over changes that do not match on its way to caught up", async () => {
+      const from = await h.store.changePosition(signal);
+      for (let i = 0; i < 10; i++) {
+        await h.write(minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i), status: i === 3 || i === 7 ? 500 : 200 }));
+      }
+      expect(idsOf((await h.follow(h.plan({ combinedLogRegex: '" 500 ' }), from, 3)).records)).toEqual(["r3", "r7"]);
+    });
+
+    it("counts new lines and finishing as changes", async () => {
+      await h.write(minimalLog({ requestId: rid("a"), finished: false }));
+      const beforeLines = await h.store.changePosition(signal);
+      await h.flush(requestOf("a"), logLine(t0 + 1n, 2, "working"));
+      const withLines = await h.store.changes(h.plan({ includeIncomplete: true, includeAppLogs: true }), beforeLines, 100, signal);
+      expect(withLines.records.map((r) => [idOf(r), r.line.map((l) => l.logMessage)])).toEqual([["a", ["working"]]]);
+      const beforeEnd = await h.store.changePosition(signal);
+      await h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 9n }));
+      const finished = await h.store.changes(h.plan(), beforeEnd, 100, signal);
+      expect(finished.records.map((r) => [idOf(r), r.finished, r.endTime])).toEqual([["a", true, t0 + 9n]]);
+    });
+
+    it("calls a subscriber after each commit (write, flush, ingest) until its signal aborts", async () => {
+      const first = new AbortController();
+      const second = new AbortController();
+      const calls = { first: 0, second: 0 };
+      await h.store.subscribe(() => calls.first++, first.signal);
+      await h.store.subscribe(() => calls.second++, second.signal);
+      const commits = [
+        () => h.write(minimalLog({ requestId: rid("a") })),
+        () => h.flush(requestOf("a"), logLine(t0, 1, "x")),
+        () => h.store.ingest(prepare(minimalLog({ requestId: rid("b") })), [], signal),
+      ];
+      for (const commit of commits) {
+        const before = { ...calls };
+        await commit();
+        await vi.waitFor(() => expect(calls).toEqual({ first: before.first + 1, second: before.second + 1 }));
+      }
+      first.abort();
+      const before = { ...calls };
+      await h.write(minimalLog({ requestId: rid("c") }));
+      await vi.waitFor(() => expect(calls.second).toBeGreaterThan(before.second));
+      expect(calls.first).toBe(before.first);
+      second.abort();
+    });
+  });
+}
+
+interface UsageCount {
+  hour: number;
+  version: string;
+  requests: number;
+  bytes: number;
+  lines: number;
+}
+
+function describeUsage(h: Harness): void {
+  const usec = (seconds: number) => BigInt(seconds) * 1_000_000n;
+  const hour = hourOf(h0);
+  const bucket = (b: UsageBucket) => [b.startHour - hour, b.endHour - hour, b.versionId, b.requests, b.bytes, b.lines];
+
+  /** Records over four hours and three versions; `e` has lines but no record yet. */
+  async function seedUsage(): Promise<Record<string, number>> {
+    const s = Number(h0 / 1_000_000n);
+    const line = logLine(h0, 1, "x");
+    await h.write(
+      // Ends exactly at h0 + 1 h: counts in the hour that starts then.
+      minimalLog({ requestId: rid("a"), versionId: "v1", startTime: h0 + hourUs - 10n, endTime: h0 + hourUs, line: [line, logLine(h0, 2, "é")] }),
+      minimalLog({ requestId: rid("b"), versionId: "v1", startTime: usec(s + 10), endTime: usec(s + 20) }),
+      minimalLog({ requestId: rid("c"), versionId: "v2", startTime: usec(s + 30), endTime: usec(s + 40), line: [line] }),
+      minimalLog({ requestId: rid("d"), versionId: "v2", startTime: usec(s + 3 * 3600), endTime: usec(s + 3 * 3600 + 5) }),
+      minimalLog({ appId: "other", requestId: rid("x"), versionId: "v9", startTime: h0, endTime: h0 + 1n }),
+    );
+    h.now = h0 + 2n * hourUs + 1n;
+    await h.flush(requestOf("e", { versionId: "v3" }), logLine(h0, 4, "lines first"));
+    // What each counts, as stored: a record with its lines; lines alone until the record arrives.
+    const bytes: Record<string, number> = {};
+    for (const log of await h.stored("a", "b", "c", "d")) bytes[idOf(log)] = serializedBytes(log);
+    bytes.e = lineBytes((await h.stored("e"))[0]!);
+    return bytes;
+  }
+
+  describe("usage", () => {
+    it("counts records, bytes and lines per hour of sort time and version, by time then version", async () => {
+      const bytes = await seedUsage();
+      const all = await h.usage();
+      expect(all.buckets.map(bucket)).toEqual([
+        [0, 1, "v1", 1, bytes.b, 0],
+        [0, 1, "v2", 1, bytes.c, 1],
+        [1, 2, "v1", 1, bytes.a, 2],
+        [2, 3, "v3", 0, bytes.e, 1],
+        [3, 4, "v2", 1, bytes.d, 0],
+      ]);
+      expect((await h.usage({ combineVersions: true, resolutionHours: 2 })).buckets.map(bucket)).toEqual([
+        [0, 2, undefined, 3, bytes.a! + bytes.b! + bytes.c!, 3],
+        [2, 4, undefined, 1, bytes.d! + bytes.e!, 1],
+      ]);
+      expect((await h.usage({ versionId: ["v2"], resolutionHours: 0 })).buckets.map(bucket)).toEqual([[0, 4, "v2", 2, bytes.c! + bytes.d!, 1]]);
+      const s = Number(h0 / 1_000_000n);
+      expect((await h.usage({ startTime: s + 3600, endTime: s + 2 * 3600 })).buckets.map(bucket)).toEqual([[1, 2, "v1", 1, bytes.a, 2]]);
+      expect(await h.usage({ versionsOnly: true })).toEqual({ buckets: [], versions: ["v1", "v2", "v3"] });
+      expect(await h.usage({ appId: "nobody" })).toEqual({ buckets: [], versions: [] });
+    });
+
+    it("refuses an answer of more than the plan's maxRecords buckets", async () => {
+      await seedUsage();
+      const err = await failure(h.usage({}, { maxUsageRecords: 4 }));
+      expect(err.code).toBe(Code.RESOURCE_EXHAUSTED);
+      // The store may stop at the first bucket over the limit or count them all.
+      expect([usageTooLarge(4, "more than 4").message, usageTooLarge(4, 5).message]).toContain(err.message);
+      expect((await h.usage({}, { maxUsageRecords: 5 })).buckets).toHaveLength(5);
+      expect((await h.usage({ combineVersions: true }, { maxUsageRecords: 4 })).buckets).toHaveLength(4);
+    });
+
+    it("always equals a recount of what was written, after random writes, updates, flushes and deletions (property)", async () => {
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(usageOp, { minLength: 1, maxLength: 25 }), fc.nat(3), async (ops, resolution) => {
+          const model = createUsageModel(h, `usage-${run++}`);
+          h.now = h0 + 10n * hourUs;
+          for (const op of ops) await model.apply(op);
+          const expected = model.recount();
+          const got = await h.store.usage(model.plan({}), signal);
+          expect(got.buckets.map((b) => ({ hour: b.startHour, version: b.versionId, requests: b.requests, bytes: b.bytes, lines: b.lines }))).toEqual(expected);
+          expect(got.buckets.every((b) => b.endHour === b.startHour + 1)).toBe(true);
+          expect(await h.store.usage(model.plan({ versionsOnly: true }), signal)).toEqual({
+            buckets: [],
+            versions: [...new Set(expected.map((b) => b.version))].sort(),
+          });
+          // Coarser buckets and combined versions are sums of the same counts.
+          const coarse = await h.store.usage(model.plan({ resolutionHours: resolution + 1, combineVersions: true }), signal);
+          expect(total(coarse.buckets)).toEqual(total(expected));
+        }),
+        { numRuns: 100 },
+      );
+    });
+  });
+}
+
+const total = (xs: readonly { requests: number; bytes: number; lines: number }[]) =>
+  xs.reduce((s, x) => ({ requests: s.requests + x.requests, bytes: s.bytes + x.bytes, lines: s.lines + x.lines }), { requests: 0, bytes: 0, lines: 0 });
+
+/** Writes (records with lines), flushes, the clock moving on, and retention. */
+const usageOp = fc.oneof(
+  {
+    arbitrary: fc
+      .tuple(fc.nat(12), fc.nat(2), fc.boolean(), fc.nat(6), fc.nat(3_599_999_999), fc.nat(3), fc.nat(40))
+      .map(([req, version, finished, endHour, offset, lines, text]) => ({ kind: "write" as const, req, version, finished, endHour, offset, lines, text })),
+    weight: 5,
+  },
+  { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(12), lines: fc.integer({ min: 1, max: 3 }), text: fc.nat(200) }), weight: 3 },
+  { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
+  { arbitrary: fc.nat(12).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
+);
+type UsageOp = typeof usageOp extends fc.Arbitrary<infer T> ? T : never;
+
+/** One request as written: its record (once it has arrived), its distinct lines, where it sorts. */
+interface UsageRecord {
+  record?: RequestLog;
+  finished: boolean;
+  version: string;
+  sortTime: bigint;
+  lines: Map<string, LogLine>;
+}
+
+/** What one app's writes add up to, counted from what was written (as Usage defines it). */
+function createUsageModel(h: Harness, app: string) {
+  const requests = new Map<string, UsageRecord>();
+  const text = (n: number) => "m".repeat(n % 200) + "\u00e9".repeat(n % 3);
+  const addLines = (r: UsageRecord, lines: readonly LogLine[]) =>
+    lines.forEach((l, pos) => r.lines.set(`${l.time}/${pos}/${l.level}/${l.logMessage}`, l));
+  /** Any complete record: the bytes its lines add are the same on every record. */
+  const carrier = asStored(minimalLog(), []);
+
+  return {
+    async apply(op: UsageOp): Promise<void> {
+      if (op.kind === "clock") {
+        h.now += BigInt(op.hours) * hourUs;
+      } else if (op.kind === "expire") {
+        const cutoff = h0 + BigInt(op.beforeHour) * hourUs;
+        await h.backend.maintenance.expire(cutoff, 1_000_000, signal);
+        for (const [id, r] of requests) if (r.sortTime < cutoff) requests.delete(id);
+      } else if (op.kind === "flush") {
+        const id = `r${op.req}`;
+        const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(op.text + i), 2, text(op.text)));
+        await h.flush(requestOf(id, { appId: app, versionId: "v0" }), ...lines);
+        const r = requests.get(id) ?? { finished: false, version: "v0", sortTime: h.now, lines: new Map() };
+        if (!r.finished) r.sortTime = h.now;
+        addLines(r, lines);
+        requests.set(id, r);
+      } else {
+        const id = `r${op.req}`;
+        const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(i), i % 5, text(op.text + i)));
+        const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
+        const [prepared] = prepare(
+          minimalLog({
+            appId: app, requestId: rid(id), versionId: `v${op.version}`, startTime: h0,
+            finished: op.finished, endTime: op.finished ? end : 0n, userAgent: text(op.text), line: lines,
+          }),
+        );
+        await h.store.write([prepared!], signal);
+        const r = requests.get(id) ?? { finished: false, version: "", sortTime: 0n, lines: new Map() };
+        if (!(r.finished && !op.finished)) {
+          Object.assign(r, { record: prepared!.log, finished: op.finished, version: `v${op.version}`, sortTime: op.finished ? end : h.now });
+        }
+        addLines(r, lines);
+        requests.set(id, r);
+      }
+    },
+    /** The usage buckets (one hour each) the writes add up to, by hour then version. */
+    recount(): UsageCount[] {
+      const buckets = new Map<string, UsageCount>();
+      for (const r of requests.values()) {
+        const hour = hourOf(r.sortTime);
+        const key = `${hour}/${r.version}`;
+        const b = buckets.get(key) ?? { hour, version: r.version, requests: 0, bytes: 0, lines: 0 };
+        b.requests += r.record ? 1 : 0;
+        b.bytes += (r.record ? serializedBytes(r.record) : 0) + lineBytes({ ...carrier, line: [...r.lines.values()] });
+        b.lines += r.lines.size;
+        buckets.set(key, b);
+      }
+      return [...buckets.values()]
+        .filter((b) => b.requests > 0 || b.lines > 0)
+        .sort((a, b) => a.hour - b.hour || (a.version < b.version ? -1 : 1));
+    },
+    plan: (init: UsageInit) => planUsage(create(LogUsageRequestSchema, { appId: app, ...init }), defaultLimits),
+  };
+}
+
+function describeRetention(h: Harness): void {
+  describe("retention", () => {
+    it("expires up to `limit` requests whose sort time is before the cutoff, with their lines, and counts them", async () => {
+      const line = logLine(t0 - 5n * dayUs, 1, "old");
+      h.now = t0 - 2n * dayUs;
+      await h.write(
+        ...Array.from({ length: 5 }, (_, i) => minimalLog({ requestId: rid(`old${i}`), startTime: t0 - 5n * dayUs, endTime: t0 - 5n * dayUs + BigInt(i), line: [line] })),
+        minimalLog({ requestId: rid("stale"), startTime: t0 - 3n * dayUs, finished: false }),
+      );
+      h.now = t0 - dayUs;
+      await h.flush(requestOf("orphan"), line);
+      h.now = t0 + 2n * dayUs;
+      await h.write(minimalLog({ requestId: rid("edge"), endTime: t0 }), minimalLog({ requestId: rid("fresh"), endTime: t0 + dayUs }));
+
+      expect(await h.backend.maintenance.expire(t0, 3, signal)).toBe(3);
+      expect(await h.backend.maintenance.expire(t0, 100, signal)).toBe(4);
+      expect(await h.backend.maintenance.expire(t0, 100, signal)).toBe(0);
+
+      expect(pageIds(await h.read({ includeIncomplete: true }))).toEqual(["fresh", "edge"]);
+      expect(await h.stored("old0", "old1", "old2", "old3", "old4", "stale", "orphan")).toEqual([]);
+      const usage = await h.usage();
+      expect(total(usage.buckets)).toEqual({
+        requests: 2,
+        bytes: serializedBytes(asStored(minimalLog({ requestId: rid("edge"), endTime: t0 }))) + serializedBytes(asStored(minimalLog({ requestId: rid("fresh"), endTime: t0 + dayUs }))),
+        lines: 0,
+      });
+      // Its lines went with it: the same line is new again.
+      expect(await h.flush(requestOf("old0"), line)).toBe(1);
+    });
+
+    it("expires across apps, `limit` in all", async () => {
+      const old = (appId: string, id: string) => minimalLog({ appId, requestId: rid(id), startTime: t0 - dayUs, endTime: t0 - dayUs });
+      await h.write(old("forge", "a"), old("other", "b"), old("other", "c"));
+      expect(await h.backend.maintenance.expire(t0, 2, signal)).toBe(2);
+      expect(await h.backend.maintenance.expire(t0, 2, signal)).toBe(1);
+      expect(await h.backend.maintenance.expire(t0, 2, signal)).toBe(0);
+      expect(await h.stored("a")).toEqual([]);
+      expect(await h.store.getRequests("other", [rid("b"), rid("c")], signal)).toEqual([]);
+    });
+
+    /** A first page of two at `at`, then r2 rewritten (moved) ten µs later: what a continued walk needs history for. */
+    async function pageThenMove(at: bigint): Promise<ReadResult> {
+      h.now = at;
+      await writeSix(h);
+      const first = await h.read({ count: 2n });
+      expect(pageIds(first)).toEqual(["r5", "r4"]);
+      h.now = at + 10n;
+      await h.write(minimalLog({ requestId: rid("r2"), endTime: t0 + 1_000n }));
+      return first;
+    }
+
+    it("keeps a walk exact after compacting only history older than its first page", async () => {
+      const first = await pageThenMove(t0);
+      h.now = t0 + 2n * dayUs;
+      await h.backend.maintenance.compact(t0 - 1n, signal);
+      expect((await h.rest(first, { count: 2n })).flatMap(pageIds)).toEqual(["r3", "r2", "r1", "r0"]);
+    });
+
+    it("refuses an offset as expired once the history after it is compacted; a new walk goes on", async () => {
+      const first = await pageThenMove(t0);
+      h.now = t0 + 20n;
+      await h.backend.maintenance.compact(t0 + 20n, signal);
+      expect(await failure(h.store.read(h.after(first.next!, { count: 2n }), signal))).toEqual({
+        code: Code.INVALID_ARGUMENT,
+        message: "offset expired: it is over 24 hours old; start the read again without it",
+      });
+      expect((await h.walk({ count: 2n })).flatMap(pageIds)).toEqual(["r2", "r5", "r4", "r3", "r1", "r0"]);
+    });
+  });
+}
+
+function describeStatusesAndTokens(h: Harness): void {
+  describe("statuses", () => {
+    const instance = (moduleId: string, versionId: string, instanceId: string, appId = "forge") => ({ appId, moduleId, versionId, instanceId });
+    const status = (i: ReturnType<typeof instance>, text: string, time: bigint) => create(InstanceStatusSchema, { ...i, status: text, time });
+
+    it("lists the latest status of each instance matching the filter, by module, version and instance", async () => {
+      const set = [
+        [instance("default", "v1", "i2"), "serving"],
+        [instance("git", "v1", "i1"), "up"],
+        [instance("default", "v1", ""), "draining"],
+        [instance("default", "v2", "i1"), "warming"],
+        [instance("default", "v1", "i1", "other"), "elsewhere"],
+      ] as const;
+      for (const [i, text] of set) {
+        h.now += 1n;
+        await h.backend.statuses.setStatus(i, text, signal);
+      }
+      const [i2, git, whole, v2, other] = set.map(([i, text], n) => status(i, text, t0 + BigInt(n) + 1n));
+      const list = (filter: { appId: string; moduleId?: string; versionId?: string }) => h.backend.statuses.listStatus(filter, signal);
+      expect(await list({ appId: "forge" })).toEqual([whole, i2, v2, git]);
+      expect(await list({ appId: "forge", moduleId: "git" })).toEqual([git]);
+      expect(await list({ appId: "forge", versionId: "v1" })).toEqual([whole, i2, git]);
+      expect(await list({ appId: "forge", moduleId: "default", versionId: "v2" })).toEqual([v2]);
+      expect(await list({ appId: "other" })).toEqual([other]);
+      expect(await list({ appId: "nobody" })).toEqual([]);
+    });
+
+    it("replaces an instance's status and its time when it is set again", async () => {
+      const i = instance("default", "v1", "i1");
+      await h.backend.statuses.setStatus(i, "starting", signal);
+      h.now = t0 + 9n;
+      await h.backend.statuses.setStatus(i, "serving", signal);
+      expect(await h.backend.statuses.listStatus({ appId: "forge" }, signal)).toEqual([status(i, "serving", t0 + 9n)]);
+    });
+  });
+
+  describe("tokens", () => {
+    it("creates tokens, each shown once and found by the token itself, and lists them", async () => {
+      const tokens = h.backend.tokens;
+      expect(await tokens.anyActive()).toBe(false);
+      expect(await tokens.list()).toEqual([]);
+      h.now = t0 + 1n;
+      const ci = await tokens.create({ name: "ci", scopes: ["read:logs", "write:logs"], apps: ["forge", "docs"] });
+      h.now = t0 + 2n;
+      const admin = await tokens.create({ name: "admin", scopes: ["admin"] });
+      expect(ci.info).toEqual({ id: ci.info.id, name: "ci", scopes: ["read:logs", "write:logs"], apps: ["forge", "docs"], created: t0 + 1n });
+      expect(admin.info).toEqual({ id: admin.info.id, name: "admin", scopes: ["admin"], created: t0 + 2n });
+      expect(admin.info.apps).toBeUndefined(); // every app
+      expect(admin.info.id).not.toBe(ci.info.id);
+      expect(admin.token).not.toBe(ci.token);
+      expect(await tokens.find(ci.token)).toEqual(ci.info);
+      expect(await tokens.find(admin.token)).toEqual(admin.info);
+      const altered = ci.token.slice(0, -1) + (ci.token.endsWith("A") ? "B" : "A");
+      for (const wrong of [altered, `${ci.token}x`, "", "rql_nothing"]) expect(await tokens.find(wrong)).toBeUndefined();
+      expect([...(await tokens.list())].sort((a, b) => a.id - b.id)).toEqual([ci.info, admin.info].sort((a, b) => a.id - b.id));
+      expect(await tokens.anyActive()).toBe(true);
+    });
+
+    it("refuses a token limited to an empty list of apps (never widened to every app) and stores nothing", async () => {
+      const tokens = h.backend.tokens;
+      await expect(tokens.create({ name: "none", scopes: ["read:logs"], apps: [] })).rejects.toMatchObject({
+        code: Code.INVALID_ARGUMENT,
+        message: "a token's apps must name at least one app (leave them out for every app)",
+      });
+      expect(await tokens.list()).toEqual([]);
+      expect(await tokens.anyActive()).toBe(false);
+    });
+
+    it("revokes a valid token once; a revoked token is found no more but still listed", async () => {
+      const tokens = h.backend.tokens;
+      const ci = await tokens.create({ name: "ci", scopes: ["write:logs"] });
+      const admin = await tokens.create({ name: "admin", scopes: ["admin"] });
+      h.now = t0 + 5n;
+      expect(await tokens.revoke(ci.info.id)).toBe(true);
+      expect(await tokens.revoke(ci.info.id)).toBe(false);
+      expect(await tokens.revoke(ci.info.id + admin.info.id + 100)).toBe(false);
+      expect(await tokens.find(ci.token)).toBeUndefined();
+      expect((await tokens.list()).find((t) => t.id === ci.info.id)).toEqual({ ...ci.info, revoked: t0 + 5n });
+      expect(await tokens.anyActive()).toBe(true);
+      expect(await tokens.revoke(admin.info.id)).toBe(true);
+      expect(await tokens.anyActive()).toBe(false);
+    });
+  });
+}
+
+function describeCancellation(h: Harness): void {
+  describe("cancellation", () => {
+    /** Calls of a subscriber whose subscribe was cancelled. */
+    let leftBehind = 0;
+    const calls: [string, (s: AbortSignal) => Promise<unknown>][] = [
+      ["write", (s) => h.store.write(prepare(minimalLog({ requestId: rid("new") })), s)],
+      ["ingest", (s) => h.store.ingest(prepare(minimalLog({ requestId: rid("new") })), [{ request: requestOf("kept"), lines: appLines(logLine(t0, 4, "x")) }], s)],
+      ["flush", (s) => h.store.flush(requestOf("new"), appLines(logLine(t0, 1, "x")), s)],
+      ["read", (s) => h.store.read(h.plan(), s)],
+      ["getRequests", (s) => h.store.getRequests("forge", [rid("kept")], s)],
+      ["usage", (s) => h.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), s)],
+      ["changePosition", (s) => h.store.changePosition(s)],
+      ["changes", async (s) => h.store.changes(h.plan(), await h.store.changePosition(signal), 10, s)],
+      ["subscribe", (s) => h.store.subscribe(() => leftBehind++, s)],
+      ["offsetKey", (s) => h.store.offsetKey(s)],
+      ["setStatus", (s) => h.backend.statuses.setStatus({ appId: "forge", moduleId: "default", versionId: "v1", instanceId: "i" }, "up", s)],
+      ["listStatus", (s) => h.backend.statuses.listStatus({ appId: "forge" }, s)],
+      ["expire", (s) => h.backend.maintenance.expire(t0 + dayUs, 100, s)],
+      ["compact", (s) => h.backend.maintenance.compact(t0 + dayUs, s)],
+    ];
+
+    it.each(calls)("%s with an already aborted signal rejects with CANCELLED and changes nothing", async (_name, call) => {
+      leftBehind = 0;
+      await h.write(minimalLog({ requestId: rid("kept"), endTime: t0 }));
+      const state = async () => ({
+        stored: await h.stored("kept", "new"),
+        usage: await h.usage(),
+        statuses: await h.backend.statuses.listStatus({ appId: "forge" }, signal),
+      });
+      const before = await state();
+      const position = await h.store.changePosition(signal);
+      h.now = t0 + 2n * dayUs;
+      expect((await failure(call(aborted))).code).toBe(Code.CANCELLED);
+      expect(await state()).toEqual(before);
+      expect((await h.store.changes(h.plan({ includeIncomplete: true }), position, 10, signal)).records).toEqual([]);
+      // A later commit calls no subscriber that a cancelled subscribe left behind.
+      await h.write(minimalLog({ requestId: rid("later") }));
+      expect(leftBehind).toBe(0);
+    });
+
+    it("stops a Read mid-scan with CANCELLED when its signal aborts, well before the scan would end", async () => {
+      await h.writeMany(30_000, (i) => `/${"a".repeat(200)}${i}`);
+      // No combined line ends in "a": the pattern is tried on every row and matches none.
+      const plan = h.plan({ combinedLogRegex: "(a+)+$" }, { readScanRows: 1_000_000, readScanMs: 600_000 });
+      await h.read({ count: 1n });
+      let started = performance.now();
+      const whole = await h.store.read(plan, signal);
+      const wholeMs = performance.now() - started;
+      expect(whole).toMatchObject({ records: [], next: undefined });
+
+      const call = new AbortController();
+      started = performance.now();
+      const cancelled = failure(h.store.read(plan, call.signal));
+      setTimeout(() => call.abort(), wholeMs / 10);
+      expect((await cancelled).code).toBe(Code.CANCELLED);
+      expect(performance.now() - started).toBeLessThan(wholeMs / 2);
+    });
+  });
+}
+
+function describeOffsetKey(h: Harness, open: OpenBackend): void {
+  describe("offset key", () => {
+    it("is the same on every call and after a restart, so offsets taken before go on after it", async () => {
+      const key = await h.store.offsetKey(signal);
+      expect(key.length).toBeGreaterThanOrEqual(16);
+      expect(await h.store.offsetKey(signal)).toEqual(key);
+      await writeSix(h);
+      const first = await h.read({ count: 2n });
+      const offset = { requestId: createOffsetCodec(key).encode("forge", first.next!) };
+      await h.reopen();
+      expect(await h.store.offsetKey(signal)).toEqual(key);
+      expect(pageIds(await h.read({ count: 10n, offset }))).toEqual(["r3", "r2", "r1", "r0"]);
+    });
+
+    it("differs between two storages", async () => {
+      const second = await open(() => h.now);
+      try {
+        expect(await second.backend.store.offsetKey(signal)).not.toEqual(await h.store.offsetKey(signal));
+      } finally {
+        await second.cleanup();
+      }
+    });
+  });
+}
