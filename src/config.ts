@@ -5,6 +5,10 @@ import type { SyncMode } from "./store/sqlite/open-database.js";
 /** Everything `reqlog serve` is configured with; flags and REQLOG_* variables fill it. */
 export interface ServeConfig {
   listen: string;
+  /** The HTTP port (Connect, gRPC-Web, gRPC, the dashboard, /metrics); undefined: off. */
+  httpListen: string | undefined;
+  /** Serve /metrics on the HTTP port. */
+  metrics: boolean;
   db: string;
   sync: SyncMode;
   shutdownTimeoutMs: number;
@@ -29,6 +33,7 @@ export interface TlsFiles {
 
 export const serveDefaults = {
   listen: "127.0.0.1:50051",
+  httpListen: "127.0.0.1:8080",
   db: "reqlog.db",
   sync: "full" as SyncMode,
   shutdownTimeout: "10s",
@@ -62,12 +67,17 @@ export function parsePositiveInt(text: string, what: string): number {
 }
 
 /** HOST:PORT with a numeric port; [v6]:PORT for IPv6. */
-export function parseListen(text: string): string {
+export function parseListen(text: string, what = "--listen"): string {
   const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(text);
   if (!match || Number(match[2]) > 65535) {
-    throw new Error(`--listen: "${text}" is not HOST:PORT (e.g. 127.0.0.1:50051, [::1]:50051, 0.0.0.0:50051)`);
+    throw new Error(`${what}: "${text}" is not HOST:PORT (e.g. 127.0.0.1:50051, [::1]:50051, 0.0.0.0:50051)`);
   }
   return text;
+}
+
+/** HOST:PORT of the HTTP port, or "off" (undefined). */
+export function parseHttpListen(text: string, what = "--http-listen"): string | undefined {
+  return text === "off" ? undefined : parseListen(text, what);
 }
 
 /** Whether HOST:PORT listens on the loopback interface only. */

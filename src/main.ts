@@ -7,7 +7,7 @@ import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
 import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli/token.js";
 import { type UsageOptions, usageCommand } from "./cli/usage.js";
-import { parseCount, parseDuration, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
+import { parseCount, parseDuration, parseHttpListen, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
 
@@ -38,6 +38,13 @@ const serveCommand = program
       .default(serveDefaults.listen)
       .argParser(arg(parseListen, "--listen")),
   )
+  .addOption(
+    new Option("--http-listen <host:port|off>", "HTTP port: the API over Connect/JSON, gRPC-Web and gRPC; the dashboard; /metrics")
+      .env("REQLOG_HTTP_LISTEN")
+      .default(serveDefaults.httpListen)
+      .argParser(arg(parseHttpListen, "--http-listen")),
+  )
+  .addOption(new Option("--no-metrics", "do not serve /metrics on the HTTP port").env("REQLOG_NO_METRICS"))
   .addOption(new Option("--db <path>", "SQLite database file (created if missing)").env("REQLOG_DB").default(serveDefaults.db))
   .addOption(
     new Option("--sync <mode>", "full: acknowledged writes survive power loss; normal: a process crash")
@@ -92,6 +99,8 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
     listen: opts.listen as string,
+    httpListen: opts.httpListen as string | undefined,
+    metrics: opts.metrics !== false,
     db: opts.db as string,
     sync: opts.sync as "full" | "normal",
     shutdownTimeoutMs: opts.shutdownTimeout as number,

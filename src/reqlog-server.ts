@@ -1,42 +1,102 @@
 import type { ServerCredentials } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { createAuthorizer } from "./auth/authorizer.js";
+import type { TlsFiles } from "./config.js";
 import { type RunningServer, startServer } from "./grpc/server.js";
+import { connectRoutes } from "./http/connect-service.js";
+import { type PageHandler, type RunningHttpServer, startHttpServer } from "./http/http-server.js";
 import type { Limits } from "./limits.js";
+import { createMetrics, type ReqlogMetrics } from "./metrics/metrics.js";
+import { noObserver } from "./service/call-outcome.js";
 import { createLogService, type LogServiceCore } from "./service/log-service.js";
 import type { Backend } from "./store/store.js";
 
 export interface ReqlogServerOptions {
   /** HOST:PORT of the gRPC port (port 0 picks a free one). */
   listen: string;
+  /** HOST:PORT of the HTTP port (Connect, gRPC-Web, gRPC; pages and /metrics); none when unset. */
+  httpListen?: string;
+  /** Serve /metrics on the HTTP port (default true). */
+  metrics?: boolean;
+  /** Pages served on the HTTP port besides the RPCs and /metrics (the dashboard). */
+  pages?: PageHandler[];
   limits: Limits;
   logger: Logger;
   shutdownTimeoutMs: number;
   /** TLS for the gRPC port; plaintext when unset. */
   credentials?: ServerCredentials;
+  /** TLS files for the HTTP port (the same as the gRPC port's). */
+  tls?: TlsFiles;
   /** The rate limiter's clock (ms), for tests. */
   monotonicNow?: () => number;
 }
 
 export interface ReqlogServer {
   grpc: RunningServer;
+  /** The HTTP port, when one was asked for. */
+  http: RunningHttpServer | undefined;
   service: LogServiceCore;
+  metrics: ReqlogMetrics | undefined;
   /** Stops serving (calls drain, then are cut off at the shutdown timeout); the backend stays open. */
   shutdown(): Promise<void>;
 }
 
 /**
  * The service on a backend, served on its transports: what `reqlog serve`,
- * the tests and the benchmarks start, wired the same way everywhere.
+ * the tests and the benchmarks start, wired the same way everywhere. Both
+ * ports serve the same handlers: one core, any transport.
  */
 export async function startReqlogServer(backend: Backend, options: ReqlogServerOptions): Promise<ReqlogServer> {
-  const auth = createAuthorizer(backend.tokens, { callsPerSecond: options.limits.rateLimit, now: options.monotonicNow });
-  const service = createLogService({ store: backend.store, statuses: backend.statuses, limits: options.limits, auth });
+  const { logger, limits } = options;
+  let tails = () => 0;
+  const metrics =
+    options.httpListen !== undefined && options.metrics !== false
+      ? createMetrics({ openTails: () => tails(), storageBytes: backend.storageBytes?.bind(backend) })
+      : undefined;
+  const store = metrics ? metrics.instrument(backend.store) : backend.store;
+  const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
+  const service = createLogService({ store, statuses: backend.statuses, limits, auth });
+  tails = service.tails.open;
+  const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {
     listen: options.listen,
     shutdownTimeoutMs: options.shutdownTimeoutMs,
-    logger: options.logger,
+    logger,
     credentials: options.credentials,
+    observer,
   });
-  return { grpc, service, shutdown: () => grpc.shutdown() };
+  let http: RunningHttpServer | undefined;
+  if (options.httpListen !== undefined) {
+    const pages: PageHandler[] = [];
+    if (metrics) {
+      pages.push(async (request, response) => {
+        if (request.url !== "/metrics") return false;
+        const text = await metrics.registry.metrics();
+        response.writeHead(200, { "content-type": metrics.registry.contentType });
+        response.end(text);
+        return true;
+      });
+    }
+    pages.push(...(options.pages ?? []));
+    http = await startHttpServer({
+      listen: options.httpListen,
+      routes: connectRoutes(service, logger, observer),
+      pages,
+      readMaxBytes: limits.maxMessageBytes,
+      tls: options.tls,
+      logger,
+    }).catch(async (err: unknown) => {
+      await grpc.shutdown();
+      throw err;
+    });
+  }
+  return {
+    grpc,
+    http,
+    service,
+    metrics,
+    async shutdown() {
+      await Promise.all([grpc.shutdown(), http?.close(options.shutdownTimeoutMs)]);
+    },
+  };
 }

@@ -11,6 +11,8 @@ export interface ChildExit {
 export interface ChildServer {
   process: ChildProcess;
   address: string;
+  /** The HTTP port's address ("off" when turned off). */
+  httpAddress: string;
   /** Everything the server wrote to stderr so far (JSON log lines). */
   stderr(): string;
   /** Resolves with the exit code (or signal) once the process has ended. */
@@ -27,7 +29,8 @@ export const mainScript = join(packageRoot(), "dist", "src", "main.js");
  */
 export function startChildServer(args: string[], env: Record<string, string> = {}): Promise<ChildServer> {
   const child = spawn(process.execPath, [mainScript, "serve", ...args], {
-    env: { ...process.env, ...env },
+    // The HTTP port on a free port unless the caller picks one: servers run side by side.
+    env: { ...process.env, REQLOG_HTTP_LISTEN: "127.0.0.1:0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -43,7 +46,8 @@ export function startChildServer(args: string[], env: Record<string, string> = {
         child.kill("SIGTERM");
         return exited;
       };
-      resolve({ process: child, address: JSON.parse(line).address, stderr: () => stderr, exited, stop });
+      const announced = JSON.parse(line) as { address: string; http: string };
+      resolve({ process: child, address: announced.address, httpAddress: announced.http, stderr: () => stderr, exited, stop });
     });
     exited.then(({ code, signal }) =>
       reject(new Error(`reqlog serve exited (${code ?? signal}) before serving:\n${stderr}`)),

@@ -17,22 +17,26 @@ export async function serve(config: ServeConfig): Promise<void> {
     now: systemClock,
   });
   const tokensConfigured = await backend.tokens.anyActive();
-  if (!isLoopback(config.listen) && !tokensConfigured) {
+  const remote = [config.listen, config.httpListen].find((listen) => listen !== undefined && !isLoopback(listen));
+  if (remote !== undefined && !tokensConfigured) {
     if (!config.allowRemoteWithoutAuth) {
       await backend.close();
       throw new Error(
-        `refusing to listen on ${config.listen}: a non-loopback address needs access tokens ` +
+        `refusing to listen on ${remote}: a non-loopback address needs access tokens ` +
           `(create one with: reqlog token create --db ${config.db} --scope write:logs); ` +
           "listen on 127.0.0.1, or pass --allow-remote-without-auth to serve anyone who can connect",
       );
     }
     logger.warn(
-      { listen: config.listen },
+      { listen: remote },
       "SERVING WITHOUT AUTHENTICATION on a non-loopback address: anyone who can connect can read and write all logs",
     );
   }
   const server = await startReqlogServer(backend, {
     listen: config.listen,
+    httpListen: config.httpListen,
+    metrics: config.metrics,
+    tls: config.tls,
     limits: config.limits,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     logger,
@@ -73,6 +77,7 @@ export async function serve(config: ServeConfig): Promise<void> {
   logger.info(
     {
       address: server.grpc.address,
+      http: server.http?.address ?? "off",
       db: config.db,
       sync: config.sync,
       retentionMs: config.retentionMs,

@@ -8,7 +8,9 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
+import { Code } from "../reqlog-error.js";
 import { type CallMetadata, type OpenCall, openCall } from "../service/call-context.js";
+import { type CallObserver, noObserver } from "../service/call-outcome.js";
 import {
   type LogServiceCore,
   type LogServiceHandlers,
@@ -86,13 +88,22 @@ async function pump(replies: AsyncIterable<unknown>, open: OpenCall, call: Serve
  * status with its ErrorInfo (mid-stream too). A cancelled call is over
  * already: nothing more is written to its reset HTTP/2 stream.
  */
-function finishStream(call: ServerWritableStream<unknown, unknown>, work: Promise<void>, method: string, logger: Logger) {
+function finishStream(
+  call: ServerWritableStream<unknown, unknown>,
+  work: Promise<void>,
+  method: string,
+  logger: Logger,
+  finish: (code: Code) => void,
+) {
   work.then(
     () => {
+      finish(call.cancelled ? Code.CANCELLED : Code.OK);
       if (!call.cancelled && !call.writableEnded) call.end();
     },
     (err: unknown) => {
-      if (!call.cancelled) call.emit("error", failure(err, method, logger));
+      const status = failure(err, method, logger);
+      finish(call.cancelled ? Code.CANCELLED : (status.code as Code));
+      if (!call.cancelled) call.emit("error", status);
     },
   );
 }
@@ -140,11 +151,21 @@ export function grpcImplementation(
   core: LogServiceCore,
   logger: Logger,
   calls: CallCounter = createCallCounter(),
+  observer: CallObserver = noObserver,
 ): UntypedServiceImplementation {
   const implementation: UntypedServiceImplementation = {};
   for (const method of LogService.methods) {
     const name = method.localName as MethodName;
     const access = methodAccess[name];
+    /** Counts a call in (for shutdown and the observer); the function returned counts it out with its code. */
+    const begin = () => {
+      const leave = calls.enter();
+      const end = observer.start(method.parent.typeName, method.name, method.methodKind, "grpc");
+      return (code: Code) => {
+        leave();
+        end(code);
+      };
+    };
     const open = (call: AnyCall, signal: AbortSignal, onReady?: () => void) =>
       openCall(core.auth, access, callMetadata(call.metadata), signal, onReady);
     let handle: UntypedHandleCall;
@@ -153,7 +174,7 @@ export function grpcImplementation(
         const handler = core.handlers[name] as LogServiceHandlers["read"] as (req: unknown, ctx: never) => Promise<unknown>;
         handle = (call: ServerUnaryCall<Decoded<unknown>, unknown>, callback: sendUnaryData<unknown>) => {
           const signal = cancellation(call);
-          const leave = calls.enter();
+          const finish = begin();
           (async () => {
             const opened = await open(call, signal);
             const reply = await handler(decoded(call.request), opened.context as never);
@@ -161,12 +182,13 @@ export function grpcImplementation(
             return reply;
           })().then(
             (reply) => {
-              leave();
+              finish(Code.OK);
               callback(null, reply);
             },
             (err: unknown) => {
-              leave();
-              callback(failure(err, method.name, logger));
+              const status = failure(err, method.name, logger);
+              finish(status.code as Code);
+              callback(status);
             },
           );
         };
@@ -176,14 +198,14 @@ export function grpcImplementation(
         const handler = core.handlers[name] as unknown as (req: unknown, ctx: unknown) => AsyncIterable<unknown>;
         handle = (call: ServerWritableStream<Decoded<unknown>, unknown>) => {
           const signal = cancellation(call);
-          const leave = calls.enter();
+          const finish = begin();
           const stream = call as ServerWritableStream<unknown, unknown>;
           const work = (async () => {
             // Response headers go out when the handler is in place (a Tail subscribed).
             const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
             await pump(handler(decoded(call.request), opened.context), opened, stream);
           })();
-          finishStream(stream, work.finally(leave), method.name, logger);
+          finishStream(stream, work, method.name, logger, finish);
         };
         break;
       }
@@ -191,13 +213,13 @@ export function grpcImplementation(
         const handler = core.handlers[name] as unknown as (req: AsyncIterable<unknown>, ctx: unknown) => AsyncIterable<unknown>;
         handle = (call: ServerDuplexStream<Decoded<unknown>, unknown>) => {
           const signal = cancellation(call);
-          const leave = calls.enter();
+          const finish = begin();
           const stream = call as unknown as ServerWritableStream<unknown, unknown>;
           const work = (async () => {
             const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
             await pump(handler(requestsOf(call), opened.context), opened, stream);
           })();
-          finishStream(stream, work.finally(leave), method.name, logger);
+          finishStream(stream, work, method.name, logger, finish);
         };
         break;
       }

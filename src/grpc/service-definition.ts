@@ -2,7 +2,6 @@ import type { DescMessage, DescMethod, DescService, MessageShape } from "@bufbui
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
 import { ReqlogError } from "../reqlog-error.js";
-import { verifyUtf8 } from "../write/strict-utf8.js";
 
 /**
  * What the server's deserializer hands a handler: the decoded message, or the
@@ -58,7 +57,6 @@ function methodShape(method: DescMethod) {
 export function serverDefinition(service: DescService, maxMessageBytes: number): ServerMethods {
   const methods: ServerMethods = {};
   for (const method of service.methods) {
-    verifyUtf8(method.input);
     methods[method.localName] = {
       ...methodShape(method),
       requestSerialize: () => {

@@ -11,6 +11,7 @@ import { createReadHandler } from "./read.js";
 import { createSetStatusHandler } from "./set-status.js";
 import { createTailService } from "./tail.js";
 import { createUsageHandler } from "./usage.js";
+import { verifyUtf8 } from "../write/strict-utf8.js";
 import { createWriteHandler } from "./write.js";
 
 type Methods = (typeof LogService)["method"];
@@ -62,6 +63,8 @@ export interface LogServiceCore {
 }
 
 export function createLogService(deps: ServiceDeps): LogServiceCore {
+  // Text that is not UTF-8 is refused when a request decodes, on every transport.
+  for (const method of LogService.methods) verifyUtf8(method.input);
   const tails = createTailService(deps);
   return {
     handlers: {

@@ -173,6 +173,8 @@ export interface Backend {
   statuses: StatusStore;
   tokens: TokenStore;
   maintenance: Maintenance;
+  /** Bytes the backend's data takes on disk (for metrics), when it can tell. */
+  storageBytes?(): Promise<number>;
   /** Commits what is pending and releases the backend. */
   close(): Promise<void>;
 }

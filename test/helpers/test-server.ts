@@ -30,6 +30,8 @@ export interface TestServerOptions {
   readWorkers?: number;
   /** The rate limiter's clock (ms). */
   monotonicNow?: () => number;
+  /** Also serve the HTTP port (Connect, gRPC-Web, gRPC, /metrics) on a free port. */
+  http?: boolean;
   /** TLS for the server; the client then connects with `clientTls`. */
   credentials?: ServerCredentials;
   clientTls?: SecureClientSessionOptions;
@@ -40,6 +42,8 @@ export type ReadInit = Omit<Exclude<MessageInitShape<typeof LogReadRequestSchema
 
 export interface TestServer {
   server: RunningServer;
+  /** The HTTP port's address, when the options asked for one. */
+  httpAddress: string | undefined;
   /** The client of the server (no token). */
   client: TestClient;
   /** The backend the server runs on: its store, tokens, maintenance and raw database. */
@@ -73,6 +77,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   });
   const reqlog = await startReqlogServer(backend, {
     listen: "127.0.0.1:0",
+    httpListen: options.http ? "127.0.0.1:0" : undefined,
     limits: { ...defaultLimits, ...options.limits },
     logger: createLogger("silent"),
     shutdownTimeoutMs: 2000,
@@ -89,6 +94,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const client = connect();
   return {
     server,
+    httpAddress: reqlog.http?.address,
     client,
     backend,
     connect,

@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
@@ -87,6 +88,12 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     statuses: createSqliteStatuses(db, batcher, now),
     tokens: createSqliteTokens(db, now),
     maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups),
+    async storageBytes() {
+      if (db.memory) return 0;
+      let bytes = 0;
+      for (const file of [db.name, `${db.name}-wal`]) bytes += await stat(file).then((s) => s.size, () => 0);
+      return bytes;
+    },
     async close() {
       batcher.drain();
       await readPool?.close();

@@ -1,0 +1,127 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Code } from "../reqlog-error.js";
+import type { CallObserver } from "../service/call-outcome.js";
+import type { Store } from "../store/store.js";
+
+const codeNames = Object.fromEntries(Object.entries(Code).map(([name, code]) => [code, name])) as Record<number, string>;
+
+/** What the metrics read from the running server when scraped. */
+export interface MetricSources {
+  openTails(): number;
+  /** Bytes the store takes on disk, when the backend can tell. */
+  storageBytes?(): Promise<number>;
+}
+
+export interface ReqlogMetrics {
+  registry: Registry;
+  /** Counts calls on every transport (grpc_server_* as go-grpc-prometheus names them, labelled by transport). */
+  observer: CallObserver;
+  /** The store, counting the records and lines written and the records read. */
+  instrument(store: Store): Store;
+}
+
+/**
+ * The service's Prometheus metrics (prom-client): calls started, handled
+ * (by code) and their duration for both transports; records and lines
+ * written; records read; tails open; store size; and Node's process metrics.
+ */
+export function createMetrics(sources: MetricSources): ReqlogMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const callLabels = ["grpc_service", "grpc_method", "grpc_type", "transport"] as const;
+  const started = new Counter({
+    name: "grpc_server_started_total",
+    help: "RPCs started on the server.",
+    labelNames: callLabels,
+    registers: [registry],
+  });
+  const handled = new Counter({
+    name: "grpc_server_handled_total",
+    help: "RPCs completed on the server, whatever their status.",
+    labelNames: [...callLabels, "grpc_code"],
+    registers: [registry],
+  });
+  const seconds = new Histogram({
+    name: "grpc_server_handling_seconds",
+    help: "How long RPCs took until the server sent their status.",
+    labelNames: callLabels,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  const recordsWritten = new Counter({
+    name: "reqlog_records_written_total",
+    help: "Request records stored (new or updated) by Write and Ingest.",
+    registers: [registry],
+  });
+  const linesWritten = new Counter({
+    name: "reqlog_lines_written_total",
+    help: "App log lines stored by Write, Ingest and Flush.",
+    registers: [registry],
+  });
+  const recordsRead = new Counter({
+    name: "reqlog_read_records_total",
+    help: "Request records returned by Read.",
+    registers: [registry],
+  });
+  new Gauge({
+    name: "reqlog_tails_open",
+    help: "Tail calls open now.",
+    registers: [registry],
+    collect() {
+      this.set(sources.openTails());
+    },
+  });
+  const { storageBytes } = sources;
+  if (storageBytes) {
+    new Gauge({
+      name: "reqlog_store_bytes",
+      help: "Bytes the store takes on disk.",
+      registers: [registry],
+      async collect() {
+        this.set(await storageBytes());
+      },
+    });
+  }
+
+  return {
+    registry,
+    observer: {
+      start(service, method, kind, transport) {
+        const labels = { grpc_service: service, grpc_method: method, grpc_type: kind, transport };
+        started.inc(labels);
+        const stop = seconds.startTimer(labels);
+        return (code) => {
+          stop();
+          handled.inc({ ...labels, grpc_code: codeNames[code] ?? String(code) });
+        };
+      },
+    },
+    instrument(store) {
+      return {
+        ...store,
+        async write(records, signal) {
+          const result = await store.write(records, signal);
+          recordsWritten.inc(result.records);
+          linesWritten.inc(result.lines);
+          return result;
+        },
+        async ingest(records, lines, signal) {
+          const result = await store.ingest(records, lines, signal);
+          recordsWritten.inc(result.records);
+          linesWritten.inc(result.lines);
+          return result;
+        },
+        async flush(request, lines, signal) {
+          const stored = await store.flush(request, lines, signal);
+          linesWritten.inc(stored);
+          return stored;
+        },
+        async read(plan, signal) {
+          const result = await store.read(plan, signal);
+          recordsRead.inc(result.records.length);
+          return result;
+        },
+      };
+    },
+  };
+}
