@@ -52,7 +52,20 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   });
   const sockets = new Set<Socket>();
   let listener: NetServer;
-  let sessions: { close(): void }[] = [];
+  let closing = false;
+  // HTTP/1.1 keep-alive connections and the requests running on each: once
+  // closing, a connection is ended as soon as it has none.
+  const h1Busy = new Map<Socket, number>();
+  const trackHttp1 = (request: { socket: Socket }, response: { once(event: "close", f: () => void): unknown }) => {
+    const socket = request.socket;
+    h1Busy.set(socket, (h1Busy.get(socket) ?? 0) + 1);
+    response.once("close", () => {
+      const left = (h1Busy.get(socket) ?? 1) - 1;
+      h1Busy.set(socket, left);
+      if (closing && left === 0) socket.destroy();
+    });
+  };
+  const h2Sockets = new WeakSet<Socket>();
   const h2Sessions = new Set<{ close(): void; destroy(): void }>();
   if (options.tls?.cert !== undefined && options.tls.key !== undefined) {
     const ca = options.tls.clientCa !== undefined ? readFileSync(options.tls.clientCa) : undefined;
@@ -65,13 +78,18 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       },
       rpc,
     );
+    secure.on("request", (request, response) => {
+      if (request.httpVersionMajor === 1) trackHttp1(request as unknown as { socket: Socket }, response);
+    });
     secure.on("session", (session) => {
+      h2Sockets.add(session.socket as Socket);
       h2Sessions.add(session);
       session.once("close", () => h2Sessions.delete(session));
     });
     listener = secure;
   } else {
     const h1 = createHttp1Server(rpc);
+    h1.on("request", trackHttp1);
     const h2 = createH2cServer(rpc);
     h2.on("session", (session) => {
       h2Sessions.add(session);
@@ -87,10 +105,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         socket.unshift(head);
         const n = Math.min(head.length, http2Preface.length);
         const isH2 = head.toString("latin1", 0, n) === http2Preface.slice(0, n);
+        if (isH2) h2Sockets.add(socket);
         (isH2 ? h2 : h1).emit("connection", socket);
       });
     });
-    sessions = [{ close: () => h1.closeIdleConnections() }];
   }
   listener.on("connection", (socket: Socket) => {
     sockets.add(socket);
@@ -106,9 +124,10 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     address: `${host}:${port}`,
     port,
     async close(timeoutMs) {
+      closing = true;
       const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
       for (const session of h2Sessions) session.close();
-      for (const s of sessions) s.close();
+      for (const socket of sockets) if (!h2Sockets.has(socket) && !h1Busy.get(socket)) socket.destroy();
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
       await Promise.race([closed, late]);
