@@ -9,6 +9,8 @@ export interface BenchServer {
   backend: SqliteBackend;
   /** The bound address, HOST:PORT. */
   address: string;
+  /** The HTTP port's address, when asked for. */
+  httpAddress: string | undefined;
   client: LogServiceClient;
   /** Closes the client, stops serving, then closes the backend (as `reqlog serve` does on SIGTERM). */
   close(): Promise<void>;
@@ -19,9 +21,14 @@ export interface BenchServer {
  * (startReqlogServer; no tokens, so the server is open on loopback), with
  * its log silenced and `limits` over the defaults.
  */
-export async function startBenchServer(backend: SqliteBackend, limits: Partial<Limits> = {}): Promise<BenchServer> {
+export async function startBenchServer(
+  backend: SqliteBackend,
+  limits: Partial<Limits> = {},
+  options: { http?: boolean } = {},
+): Promise<BenchServer> {
   const server = await startReqlogServer(backend, {
     listen: "127.0.0.1:0",
+    httpListen: options.http ? "127.0.0.1:0" : undefined,
     limits: { ...defaultLimits, ...limits },
     logger: createLogger("silent"),
     shutdownTimeoutMs: 1000,
@@ -31,6 +38,7 @@ export async function startBenchServer(backend: SqliteBackend, limits: Partial<L
   return {
     backend,
     address,
+    httpAddress: server.http?.address,
     client,
     async close() {
       client.close();
