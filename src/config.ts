@@ -75,9 +75,9 @@ export function parseListen(text: string, what = "--listen"): string {
   return text;
 }
 
-/** HOST:PORT of the HTTP port, or "off" (undefined). */
-export function parseHttpListen(text: string, what = "--http-listen"): string | undefined {
-  return text === "off" ? undefined : parseListen(text, what);
+/** HOST:PORT of the HTTP port, or "off" (kept as "off": a parser's undefined reads as "" to commander). */
+export function parseHttpListen(text: string, what = "--http-listen"): string {
+  return text === "off" ? text : parseListen(text, what);
 }
 
 /** Whether HOST:PORT listens on the loopback interface only. */

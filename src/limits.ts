@@ -58,6 +58,11 @@ export const limitSpecs = {
     code: "RESOURCE_EXHAUSTED",
     description: "records one Usage call may return (time buckets × versions)",
   },
+  maxStatsRecords: {
+    default: 100_000,
+    code: "RESOURCE_EXHAUSTED",
+    description: "records one Stats call may return (time buckets × routes × status classes × versions)",
+  },
   maxTails: {
     default: 64,
     code: "RESOURCE_EXHAUSTED",

@@ -6,6 +6,7 @@ import { encodeLogGroup } from "./cli/encode-log-group.js";
 import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
 import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli/token.js";
+import { type StatsOptions, statsCommand } from "./cli/stats.js";
 import { type UsageOptions, usageCommand } from "./cli/usage.js";
 import { parseCount, parseDuration, parseHttpListen, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
@@ -27,7 +28,9 @@ const version = (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "u
 
 const program = new Command("reqlog")
   .description("reqlog: a request-log service (App Engine's Log Service API over gRPC)")
-  .version(version);
+  .version(version)
+  // `reqlog --version` only before a command: after one, --version is the command's (read, usage, stats).
+  .enablePositionalOptions();
 
 const serveCommand = program
   .command("serve")
@@ -99,7 +102,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
     listen: opts.listen as string,
-    httpListen: opts.httpListen as string | undefined,
+    httpListen: opts.httpListen === "off" ? undefined : (opts.httpListen as string),
     metrics: opts.metrics !== false,
     db: opts.db as string,
     sync: opts.sync as "full" | "normal",
@@ -164,6 +167,27 @@ program
   .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
   .action(async (opts: UsageOptions) => {
     await usageCommand(opts);
+  });
+
+program
+  .command("stats")
+  .description("print requests, errors, bytes and latency percentiles per route and status class, and top lists")
+  .addOption(serverOption())
+  .addOption(tokenOption())
+  .addOption(tlsOption())
+  .requiredOption("--app <id>", "app id")
+  .option("--module <id>", "module (default: all; with --version: default)")
+  .option("--version <id>", "version (repeatable; default all)", collect, [])
+  .option("--since <when>", "from: a duration back (15m, 2h, 7d) or a date/time (rounded down to the hour)")
+  .option("--until <when>", "to: a duration back or a date/time (rounded up to the hour)")
+  .addOption(new Option("--resolution <hours>", "hours per bucket (0: one bucket)").default(0).argParser(arg(parseCount, "--resolution")))
+  .option("--per-version", "a row per version", false)
+  .option("--status-class <class>", "only this status class: 1xx … 5xx, or other (repeatable)", collect, [])
+  .addOption(new Option("--top <n>", "length of the top lists (0: none)").default(10).argParser(arg(parseCount, "--top")))
+  .option("--exclude-bots [re2]", "leave out requests whose user agent contains a match (no pattern: bot|crawl|spider|slurp)")
+  .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
+  .action(async (opts: StatsOptions) => {
+    await statsCommand(opts);
   });
 
 const token = program.command("token").description("manage access tokens (kept as hashes in the database)");

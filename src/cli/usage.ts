@@ -22,7 +22,7 @@ export interface UsageOptions extends ClientOptions {
 
 const seconds = (usec: bigint) => Number(usec / 1_000_000n);
 
-function bucketTime(secondsSinceEpoch: number): string {
+export function bucketTime(secondsSinceEpoch: number): string {
   return new Date(secondsSinceEpoch * 1000).toISOString().slice(0, 16).replace("T", " ");
 }
 

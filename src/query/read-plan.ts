@@ -54,7 +54,7 @@ export const maxCount = 1000;
 export const re2Flags = "u";
 
 /** Checks that a pattern is within the length limit and compiles as RE2; returns it. */
-function checkRegex(pattern: string, field: string, limits: Limits): string {
+export function checkRegex(pattern: string, field: string, limits: Limits): string {
   const bytes = Buffer.byteLength(pattern, "utf8");
   if (bytes > limits.maxRegexBytes) throw exceeded(limits, "maxRegexBytes", bytes, `${field} length in bytes`);
   try {

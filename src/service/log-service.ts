@@ -9,6 +9,7 @@ import { createIngestHandler } from "./ingest.js";
 import { createListStatusHandler } from "./list-status.js";
 import { createReadHandler } from "./read.js";
 import { createSetStatusHandler } from "./set-status.js";
+import { createStatsHandler } from "./stats.js";
 import { createTailService } from "./tail.js";
 import { createUsageHandler } from "./usage.js";
 import { verifyUtf8 } from "../write/strict-utf8.js";
@@ -43,6 +44,7 @@ export const methodAccess: Record<MethodName, Access> = {
   usage: "read",
   listStatus: "read",
   tail: "read",
+  stats: "read",
 };
 
 /** What the handlers are built from. */
@@ -76,6 +78,7 @@ export function createLogService(deps: ServiceDeps): LogServiceCore {
       listStatus: createListStatusHandler(deps),
       tail: tails.follow,
       ingest: createIngestHandler(deps),
+      stats: createStatsHandler(deps),
     },
     auth: deps.auth,
     limits: deps.limits,

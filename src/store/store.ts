@@ -2,6 +2,8 @@ import type { InstanceStatus, RequestLog } from "../../gen/reqlog/v1/log_service
 import type { InstanceKey, PreparedRecord, RequestContext, RequestLines } from "../domain/records.js";
 import type { ReadPlan } from "../query/read-plan.js";
 import type { UsagePlan } from "../query/usage-plan.js";
+import type { StatsPlan } from "../query/stats-plan.js";
+import type { LatencyHistogram } from "../domain/latency-histogram.js";
 
 /**
  * The storage contract of reqlog, the same for every backend (SQLite, and
@@ -42,6 +44,14 @@ export interface Store {
    * versions seen; no buckets when the plan asks for versions only.
    */
   usage(plan: UsagePlan, signal: AbortSignal): Promise<UsageResult>;
+  /**
+   * Request statistics from rollups kept with every write (never a scan of
+   * the requests): finished requests per time bucket, route and status class
+   * (and version), filtered as the plan says, with the top client IPs and
+   * user agents of the range. Refuses (statsTooLarge) an answer of more than
+   * `plan.maxRecords` records.
+   */
+  stats(plan: StatsPlan, signal: AbortSignal): Promise<StatsResult>;
   /** Where the change feed stands now: a Tail started now follows changes after it. */
   changePosition(signal: AbortSignal): Promise<ChangePosition>;
   /**
@@ -103,6 +113,46 @@ export interface UsageResult {
   buckets: UsageBucket[];
   /** The distinct versions with usage in the range, sorted. */
   versions: string[];
+}
+
+/** What a set of finished requests adds up to (errors: status 500 to 599; bytes: response_size). */
+export interface StatsFigures {
+  requests: number;
+  errors: number;
+  bytes: number;
+  latency: LatencyHistogram;
+}
+
+/** One time bucket of one route and status class (and version, when the plan asks). */
+export interface StatsRecord extends StatsFigures {
+  startHour: number;
+  endHour: number;
+  /** undefined: the routes beyond the backend's bound on distinct routes per hour. */
+  route?: string;
+  statusClass: number;
+  /** Set when the plan asks for a record per version. */
+  moduleId?: string;
+  versionId?: string;
+}
+
+/** A client IP or user agent and its requests. */
+export interface StatsClient {
+  /** undefined: the names beyond the backend's bound on distinct names per hour. */
+  name?: string;
+  requests: number;
+  errors: number;
+}
+
+export interface StatsResult {
+  /** By start hour, then route (undefined last), status class, module and version. */
+  records: StatsRecord[];
+  /** The range: the plan's bounds, or the first and after the last hour with stats; undefined when neither is known. */
+  startHour?: number;
+  endHour?: number;
+  /** The `plan.topN` client IPs with the most requests in the range (all versions and classes), most first. */
+  clientIps: StatsClient[];
+  /** The same for user agents, those the plan's pattern matches left out. */
+  userAgents: StatsClient[];
 }
 
 export interface StatusFilter {

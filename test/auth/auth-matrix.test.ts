@@ -63,6 +63,7 @@ const rpcs: Record<string, { access: "read" | "write"; call: Call }> = {
   Read: { access: "read", call: (headers) => ts.client.read({ appId: "forge" }, { headers }) },
   Usage: { access: "read", call: (headers) => ts.client.usage({ appId: "forge" }, { headers }) },
   ListStatus: { access: "read", call: (headers) => ts.client.listStatus({ appId: "forge" }, { headers }) },
+  Stats: { access: "read", call: (headers) => ts.client.stats({ appId: "forge" }, { headers }) },
   Tail: { access: "read", call: tail },
 };
 

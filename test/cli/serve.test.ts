@@ -28,6 +28,25 @@ describe("reqlog serve", () => {
     expect(server.stderr()).toContain('"msg":"stopped"');
   });
 
+  it("serves the HTTP port where --http-listen says, and none with off (flag or variable)", async () => {
+    const on = await startChildServer(["--listen", "127.0.0.1:0", "--db", join(dir, "http.db"), "--http-listen", "127.0.0.1:0"]);
+    expect(on.httpAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+    const metrics = await fetch(`http://${on.httpAddress}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await on.stop()).toEqual({ code: 0, signal: null });
+    for (const [args, env] of [[["--http-listen", "off"], {}], [[], { REQLOG_HTTP_LISTEN: "off" }]] as const) {
+      const off = await startChildServer(["--listen", "127.0.0.1:0", "--db", join(dir, "http.db"), ...args], env);
+      expect(off.httpAddress).toBe("off");
+      expect(await off.stop()).toEqual({ code: 0, signal: null });
+    }
+  });
+
+  it("refuses a non-loopback HTTP address without tokens too", () => {
+    const result = run(["serve", "--listen", "127.0.0.1:0", "--http-listen", "0.0.0.0:0", "--db", join(dir, "x.db")]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain("refusing to listen on 0.0.0.0:0: a non-loopback address needs access tokens");
+  });
+
   it("refuses a non-loopback address without tokens, naming the way out", () => {
     const result = run(["serve", "--listen", "0.0.0.0:0", "--db", join(dir, "x.db")]);
     expect(result.status).toBe(2);
@@ -136,6 +155,10 @@ const probes: Record<LimitName, Probe> = {
   maxUsageRecords: {
     value: 3,
     check: (client) => expectOver(client.usage({ appId: "forge", startTime: 0, endTime: 4 * 3600, resolutionHours: 1 }), "maxUsageRecords", 3),
+  },
+  maxStatsRecords: {
+    value: 3,
+    check: (client) => expectOver(client.stats({ appId: "forge", startTime: 0n, endTime: 4n * 3600n }), "maxStatsRecords", 3),
   },
   maxTails: {
     value: 1,

@@ -23,11 +23,15 @@ import {
   LogUsageRequestSchema,
   type RequestLog,
   RequestLogSchema,
+  type StatsRequest,
+  StatsRequestSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
+import { histogramMax, histogramOf, histogramPercentile, latencyBucket } from "../../src/domain/latency-histogram.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../src/domain/records.js";
 import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createOffsetCodec, type OffsetCodec } from "../../src/query/offset-codec.js";
 import { planRead, type ReadPlan } from "../../src/query/read-plan.js";
+import { planStats, statsTooLarge } from "../../src/query/stats-plan.js";
 import { planUsage, usageTooLarge } from "../../src/query/usage-plan.js";
 import { Code, ReqlogError } from "../../src/reqlog-error.js";
 import type {
@@ -36,12 +40,14 @@ import type {
   ChangesResult,
   Cursor,
   ReadResult,
+  StatsRecord,
   Store,
   UsageBucket,
   UsageResult,
   WriteResult,
 } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
+import { type StatsFacts, statsFactsOf } from "../../src/write/stats-facts.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 
 /** A backend opened on storage of its own for one test. */
@@ -257,6 +263,7 @@ export function describeStoreContract(name: string, open: OpenBackend): void {
     describeStatusesAndTokens(h);
     describeCancellation(h);
     describeOffsetKey(h, open);
+    describeStats(h);
   });
 }
 
@@ -966,6 +973,21 @@ interface UsageRecord {
   lines: Map<string, LogLine>;
 }
 
+/** A model's clock moving on, or retention expiring what sorts before an hour (in the backend and the model). */
+async function passTime(
+  h: Harness,
+  requests: Map<string, { sortTime: bigint }>,
+  op: { kind: "clock"; hours: number } | { kind: "expire"; beforeHour: number },
+): Promise<void> {
+  if (op.kind === "clock") {
+    h.now += BigInt(op.hours) * hourUs;
+    return;
+  }
+  const cutoff = h0 + BigInt(op.beforeHour) * hourUs;
+  await h.backend.maintenance.expire(cutoff, 1_000_000, signal);
+  for (const [id, r] of requests) if (r.sortTime < cutoff) requests.delete(id);
+}
+
 /** What one app's writes add up to, counted from what was written (as Usage defines it). */
 function createUsageModel(h: Harness, app: string) {
   const requests = new Map<string, UsageRecord>();
@@ -977,12 +999,8 @@ function createUsageModel(h: Harness, app: string) {
 
   return {
     async apply(op: UsageOp): Promise<void> {
-      if (op.kind === "clock") {
-        h.now += BigInt(op.hours) * hourUs;
-      } else if (op.kind === "expire") {
-        const cutoff = h0 + BigInt(op.beforeHour) * hourUs;
-        await h.backend.maintenance.expire(cutoff, 1_000_000, signal);
-        for (const [id, r] of requests) if (r.sortTime < cutoff) requests.delete(id);
+      if (op.kind === "clock" || op.kind === "expire") {
+        await passTime(h, requests, op);
       } else if (op.kind === "flush") {
         const id = `r${op.req}`;
         const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(op.text + i), 2, text(op.text)));
@@ -1269,4 +1287,303 @@ function describeOffsetKey(h: Harness, open: OpenBackend): void {
       }
     });
   });
+}
+
+type StatsInit = Omit<Exclude<MessageInitShape<typeof StatsRequestSchema>, StatsRequest>, "$typeName">;
+
+/** The nearest-rank percentile of the latencies themselves. */
+function exactPercentile(latencies: readonly number[], percent: number): number {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return sorted[Math.max(1, Math.ceil((sorted.length * percent) / 100)) - 1]!;
+}
+
+/**
+ * Stats: finished requests per hour of end time, route, status class (and
+ * version), counted in latency histograms with the shared buckets of
+ * src/domain/latency-histogram.ts, so that the counts compare exactly.
+ */
+function describeStats(h: Harness): void {
+  const hour = hourOf(h0);
+  const sec = 1_000_000n;
+  const stats = (init: StatsInit = {}, limits: Partial<Limits> = {}, app = "forge") =>
+    h.store.stats(planStats(create(StatsRequestSchema, { appId: app, ...init }), { ...defaultLimits, ...limits }), signal);
+  /** A finished request: id, end (µs after h0), resource, status, latency (µs), other fields. */
+  const request = (id: string, end: bigint, resource: string, status: number, latency: bigint, more: Parameters<typeof minimalLog>[0] = {}) =>
+    minimalLog({
+      requestId: rid(id), startTime: h0 + end - latency, endTime: h0 + end, latency, resource, status,
+      responseSize: 100n, ip: "10.0.0.1", userAgent: "curl/8.5", ...more,
+    });
+  /** A record as compared: hours after h0, route, class, (module, version,) requests, errors, bytes, latency counts. */
+  const brief = (r: StatsRecord) => [
+    r.startHour - hour, r.endHour - hour, r.route, r.statusClass, ...(r.versionId !== undefined ? [r.moduleId, r.versionId] : []),
+    r.requests, r.errors, r.bytes, r.latency.counts,
+  ];
+  const counts = (...latencies: number[]) => histogramOf(latencies).counts;
+  const briefs = async (init?: StatsInit) => (await stats(init)).records.map(brief);
+
+  async function seedStats(): Promise<void> {
+    await h.write(
+      request("a", 10n * sec, "/api/v1/teams/1", 200, 1000n),
+      request("b", 20n * sec, "/api/v1/teams/2?page=2", 204, 3000n, { userAgent: "Googlebot/2.1", ip: "10.0.0.2", responseSize: 300n }),
+      request("c", 30n * sec, "/api/v1/teams/3", 503, 90_000n, { responseSize: 0n }),
+      request("d", 40n * sec, "/api/v1/admin/hooks/9", 404, 500n, { urlMapEntry: "/admin/hooks/{id}", versionId: "v2" }),
+      request("f", hourUs + 5n * sec, "/api/v1/teams/4", 200, 2000n, { moduleId: "git", versionId: "v3", ip: "10.0.0.2" }),
+      // In progress: it counts in no stats until it is finished.
+      minimalLog({ requestId: rid("e"), finished: false, resource: "/api/v1/teams/5" }),
+      request("x", 10n * sec, "/api/v1/teams/1", 200, 1000n, { appId: "other" }),
+    );
+  }
+
+  describe("stats", () => {
+    it("counts finished requests per hour of end time, route and status class, with top client IPs and user agents", async () => {
+      await seedStats();
+      const all = await stats();
+      expect(all.records.map(brief)).toEqual([
+        [0, 1, "/admin/hooks/{id}", 4, 1, 0, 100, counts(500)],
+        [0, 1, "/api/v1/teams/{id}", 2, 2, 0, 400, counts(1000, 3000)],
+        [0, 1, "/api/v1/teams/{id}", 5, 1, 1, 0, counts(90_000)],
+        [1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)],
+      ]);
+      expect(all.records.map((r) => histogramMax(r.latency))).toEqual([500, 3000, 90_000, 2000]);
+      expect([all.startHour! - hour, all.endHour! - hour]).toEqual([0, 2]);
+      expect(all.clientIps).toEqual([
+        { name: "10.0.0.1", requests: 3, errors: 1 },
+        { name: "10.0.0.2", requests: 2, errors: 0 },
+      ]);
+      expect(all.userAgents).toEqual([
+        { name: "curl/8.5", requests: 4, errors: 1 },
+        { name: "Googlebot/2.1", requests: 1, errors: 0 },
+      ]);
+      expect(await stats({}, {}, "nobody")).toEqual({ records: [], clientIps: [], userAgents: [] });
+    });
+
+    it("splits by version, filters versions, status classes and time, and widens buckets", async () => {
+      await seedStats();
+      expect(await briefs({ perVersion: true })).toEqual([
+        [0, 1, "/admin/hooks/{id}", 4, "default", "v2", 1, 0, 100, counts(500)],
+        [0, 1, "/api/v1/teams/{id}", 2, "default", "v1", 2, 0, 400, counts(1000, 3000)],
+        [0, 1, "/api/v1/teams/{id}", 5, "default", "v1", 1, 1, 0, counts(90_000)],
+        [1, 2, "/api/v1/teams/{id}", 2, "git", "v3", 1, 0, 100, counts(2000)],
+      ]);
+      expect(await briefs({ moduleVersion: [{ moduleId: "git" }] })).toEqual([[1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)]]);
+      expect(await briefs({ moduleVersion: [{ versionId: "v2" }, { moduleId: "git", versionId: "v9" }] })).toEqual([
+        [0, 1, "/admin/hooks/{id}", 4, 1, 0, 100, counts(500)],
+      ]);
+      expect(await briefs({ statusClass: [5] })).toEqual([[0, 1, "/api/v1/teams/{id}", 5, 1, 1, 0, counts(90_000)]]);
+      expect(await briefs({ resolutionHours: 0, statusClass: [2, 4] })).toEqual([
+        [0, 2, "/admin/hooks/{id}", 4, 1, 0, 100, counts(500)],
+        [0, 2, "/api/v1/teams/{id}", 2, 3, 0, 500, counts(1000, 3000, 2000)],
+      ]);
+      const s = h0 / sec;
+      expect(await briefs({ startTime: s + 3600n + 1n, endTime: s + 7200n })).toEqual([[1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)]]);
+      expect(await briefs({ resolutionHours: 3 })).toHaveLength(3);
+    });
+
+    it("leaves out the requests whose user agent matches the bot pattern, in the records and the user agents", async () => {
+      await seedStats();
+      const noBots = await stats({ excludeUserAgentRegex: "(?i)bot" });
+      expect(noBots.records.map(brief)).toEqual([
+        [0, 1, "/admin/hooks/{id}", 4, 1, 0, 100, counts(500)],
+        [0, 1, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(1000)],
+        [0, 1, "/api/v1/teams/{id}", 5, 1, 1, 0, counts(90_000)],
+        [1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)],
+      ]);
+      expect(noBots.userAgents).toEqual([{ name: "curl/8.5", requests: 4, errors: 1 }]);
+      // Client IPs are of every request of the range.
+      expect(noBots.clientIps.map((c) => c.requests)).toEqual([3, 2]);
+      const onlyBots = await stats({ excludeUserAgentRegex: "^curl/", topN: 1 });
+      expect(onlyBots.records.map(brief)).toEqual([[0, 1, "/api/v1/teams/{id}", 2, 1, 0, 300, counts(3000)]]);
+      expect(histogramMax(onlyBots.records[0]!.latency)).toBe(3000);
+      expect(onlyBots.userAgents).toEqual([{ name: "Googlebot/2.1", requests: 1, errors: 0 }]);
+      expect(onlyBots.clientIps).toEqual([{ name: "10.0.0.1", requests: 3, errors: 1 }]);
+    });
+
+    it("moves a request's share when it is rewritten or completed, keeps it for a late in-progress write, and drops it on expiry", async () => {
+      await seedStats();
+      h.now = h0 + 2n * hourUs;
+      await h.write(
+        minimalLog({ requestId: rid("e"), resource: "/api/v1/teams/5", status: 200, startTime: h0 + 2n * hourUs, endTime: h0 + 2n * hourUs + 700n }),
+        request("a", 10n * sec, "/api/v1/teams/1", 500, 50_000n),
+        minimalLog({ requestId: rid("c"), finished: false, resource: "/elsewhere" }),
+        request("b", hourUs + 10n * sec, "/api/v1/orgs/acme/rename", 200, 3000n, { userAgent: "Googlebot/2.1", responseSize: 300n }),
+      );
+      expect(await briefs()).toEqual([
+        [0, 1, "/admin/hooks/{id}", 4, 1, 0, 100, counts(500)],
+        [0, 1, "/api/v1/teams/{id}", 5, 2, 2, 100, counts(50_000, 90_000)],
+        [1, 2, "/api/v1/orgs/acme/rename", 2, 1, 0, 300, counts(3000)],
+        [1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)],
+        [2, 3, "/api/v1/teams/{id}", 2, 1, 0, 0, counts(700)],
+      ]);
+
+      await h.backend.maintenance.expire(h0 + hourUs, 100, signal);
+      const left = await stats();
+      expect(left.records.map(brief)).toEqual([
+        [1, 2, "/api/v1/orgs/acme/rename", 2, 1, 0, 300, counts(3000)],
+        [1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)],
+        [2, 3, "/api/v1/teams/{id}", 2, 1, 0, 0, counts(700)],
+      ]);
+      expect(left.userAgents).toEqual([
+        { name: "", requests: 1, errors: 0 },
+        { name: "Googlebot/2.1", requests: 1, errors: 0 },
+        { name: "curl/8.5", requests: 1, errors: 0 },
+      ]);
+
+      await h.backend.maintenance.expire(h0 + 10n * hourUs, 100, signal);
+      expect(await stats()).toEqual({ records: [], clientIps: [], userAgents: [] });
+    });
+
+    it("refuses an answer of more than the plan's maxRecords records", async () => {
+      await seedStats();
+      const err = await failure(stats({}, { maxStatsRecords: 3 }));
+      expect(err.code).toBe(Code.RESOURCE_EXHAUSTED);
+      expect([statsTooLarge(3, "more than 3").message, statsTooLarge(3, 4).message]).toContain(err.message);
+      expect((await stats({}, { maxStatsRecords: 4 })).records).toHaveLength(4);
+    });
+
+    it("always equals a recount of the finished requests written, after random writes, updates and deletions (property)", async () => {
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(statsOp, { minLength: 1, maxLength: 30 }), statsQuery, async (ops, query) => {
+          const app = `stats-${run++}`;
+          const model = createStatsModel(h, app);
+          // Requests in progress sort at the clock's time: among the finished ones' hours.
+          h.now = h0 + 2n * hourUs;
+          for (const op of ops) await model.apply(op);
+          const isBot = (agent: string) => query.bot !== undefined && new RegExp(query.bot).test(agent);
+
+          // Hourly, per version: the counts equal the recount's; percentiles and max lie within a bucket of the exact ones.
+          const got = await stats({ perVersion: true, topN: 1000, ...(query.bot !== undefined ? { excludeUserAgentRegex: query.bot } : {}) }, {}, app);
+          const expected = model.recount((f) => !isBot(f.userAgent), (f) => `${f.hour}/${f.route}/${f.statusClass}/${f.version}`);
+          const records = new Map(got.records.map((r) => [`${r.startHour}/${r.route}/${r.statusClass}/${r.versionId}`, r]));
+          expect([...records.keys()].sort()).toEqual([...expected.keys()].sort());
+          for (const [key, e] of expected) {
+            const r = records.get(key)!;
+            expect([r.requests, r.errors, r.bytes, r.latency.counts]).toEqual([e.requests, e.errors, e.bytes, histogramOf(e.latencies).counts]);
+            for (const p of [50, 90, 99]) {
+              const off = latencyBucket(histogramPercentile(r.latency, p)) - latencyBucket(exactPercentile(e.latencies, p));
+              expect(Math.abs(off)).toBeLessThanOrEqual(1);
+            }
+            const max = Math.max(...e.latencies);
+            expect(histogramMax(r.latency)).toBeGreaterThanOrEqual(max);
+            expect(latencyBucket(histogramMax(r.latency)) - latencyBucket(max)).toBeLessThanOrEqual(1);
+          }
+          // The top lists count every request of the range (user agents less the bots), most first, then by name.
+          const top = (name: (f: StatsFacts) => string, keep: (f: StatsFacts) => boolean) =>
+            [...model.recount(keep, name)].map(([n, e]) => ({ name: n, requests: e.requests, errors: e.errors }))
+              .sort((a, b) => b.requests - a.requests || (a.name < b.name ? -1 : 1));
+          expect(got.clientIps).toEqual(top((f) => f.ip, () => true));
+          expect(got.userAgents).toEqual(top((f) => f.userAgent, (f) => !isBot(f.userAgent)));
+
+          // One bucket, versions merged, some status classes: the same requests summed.
+          const classes = await stats({ resolutionHours: 0, statusClass: query.classes }, {}, app);
+          const wanted = (f: StatsFacts) => query.classes.length === 0 || query.classes.includes(f.statusClass);
+          const byRoute = model.recount(wanted, (f) => `${f.route}/${f.statusClass}`);
+          expect(new Map(classes.records.map((r) => [`${r.route}/${r.statusClass}`, [r.requests, r.errors, r.bytes, r.latency.counts]]))).toEqual(
+            new Map([...byRoute].map(([k, e]) => [k, [e.requests, e.errors, e.bytes, histogramOf(e.latencies).counts]])),
+          );
+        }),
+        { numRuns: 100 },
+      );
+    });
+  });
+}
+
+const statsAgents = ["curl/8.5", "Googlebot/2.1", "", "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0", "git/2.43.0"];
+const statsIps = ["10.0.0.1", "10.0.0.2", "2001:db8::7"];
+
+/** The resource (and url_map_entry) of a forge request: route `route` of `n` ids. */
+function forgeResource(route: number, n: number): { resource: string; urlMapEntry?: string } {
+  const sha = (n * 2654435761).toString(16).padStart(8, "0").slice(0, 8);
+  return [
+    { resource: `/api/v1/teams/${n}` },
+    { resource: `/api/v1/admin/hooks/${n}?type=system` },
+    { resource: `/api/v1/repos/alice/app/git/commits/${sha}1` },
+    { resource: "/api/v1/orgs/acme/rename" },
+    { resource: `/api/v1/repos/alice/app/actions/artifacts/${n}/zip/raw?sig=abc` },
+    { resource: `/api/v1/teams/${n}`, urlMapEntry: "/teams/{id}" },
+  ][route]!;
+}
+
+/** Writes (new, rewritten, completed, or a late in-progress one), the clock moving on, and retention. */
+const statsOp = fc.oneof(
+  {
+    arbitrary: fc.record({
+      kind: fc.constant("write" as const),
+      req: fc.nat(9),
+      version: fc.nat(1),
+      finished: fc.nat(3).map((n) => n > 0),
+      endHour: fc.nat(4),
+      offset: fc.nat(3_599_999_999),
+      route: fc.nat(5),
+      status: fc.constantFrom(200, 201, 304, 404, 429, 500, 503, 0, 700),
+      latency: fc.oneof(fc.nat(2000), fc.nat(30_000_000)),
+      size: fc.nat(100_000),
+      agent: fc.nat(statsAgents.length - 1),
+      ip: fc.nat(statsIps.length - 1),
+    }),
+    weight: 6,
+  },
+  { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
+  { arbitrary: fc.nat(5).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
+);
+type StatsOp = typeof statsOp extends fc.Arbitrary<infer T> ? T : never;
+
+const statsQuery = fc.record({
+  bot: fc.constantFrom(undefined, "bot", "^curl/", "^$", "[Mm]ozilla|git/"),
+  classes: fc.subarray([0, 1, 2, 3, 4, 5]),
+});
+
+interface StatsModelEntry {
+  finished: boolean;
+  sortTime: bigint;
+  version: string;
+  facts?: StatsFacts;
+}
+
+/** What one app's writes add up to in Stats, counted from what was written. */
+function createStatsModel(h: Harness, app: string) {
+  const requests = new Map<string, StatsModelEntry>();
+  return {
+    async apply(op: StatsOp): Promise<void> {
+      if (op.kind === "clock" || op.kind === "expire") {
+        await passTime(h, requests, op);
+      } else {
+        const id = `r${op.req}`;
+        const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
+        const latency = BigInt(op.latency);
+        const [prepared] = prepare(
+          minimalLog({
+            appId: app, requestId: rid(id), versionId: `v${op.version}`, ...forgeResource(op.route, op.req),
+            finished: op.finished, startTime: end - latency, ...(op.finished ? { endTime: end, latency } : {}),
+            status: op.status, responseSize: BigInt(op.size), userAgent: statsAgents[op.agent], ip: statsIps[op.ip],
+          }),
+        );
+        await h.store.write([prepared!], signal);
+        const r = requests.get(id);
+        // A finished record is never turned back into an in-progress one.
+        if (r?.finished && !op.finished) return;
+        requests.set(id, {
+          finished: op.finished,
+          sortTime: op.finished ? end : h.now,
+          version: `v${op.version}`,
+          facts: op.finished ? statsFactsOf(prepared!.log) : undefined,
+        });
+      }
+    },
+    /** The finished requests that `keep` keeps, grouped by `key`: requests, errors, bytes and latencies. */
+    recount(keep: (f: StatsFacts) => boolean, key: (f: StatsFacts & { hour: number; version: string }) => string) {
+      const groups = new Map<string, { requests: number; errors: number; bytes: number; latencies: number[] }>();
+      for (const r of requests.values()) {
+        if (!r.facts || !keep(r.facts)) continue;
+        const k = key({ ...r.facts, hour: hourOf(r.sortTime), version: r.version });
+        const g = groups.get(k) ?? { requests: 0, errors: 0, bytes: 0, latencies: [] };
+        g.requests++;
+        g.errors += r.facts.error ? 1 : 0;
+        g.bytes += r.facts.bytes;
+        g.latencies.push(r.facts.latencyUs);
+        groups.set(k, g);
+      }
+      return groups;
+    },
+  };
 }

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file reqlog/v1/log_service.proto.
  */
 export const file_reqlog_v1_log_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzMo8ECgpMb2dTZXJ2aWNlEjgKBUZsdXNoEhcucmVxbG9nLnYxLkZsdXNoUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eRJACglTZXRTdGF0dXMSGy5yZXFsb2cudjEuU2V0U3RhdHVzUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eRI9CgRSZWFkEhkucmVxbG9nLnYxLkxvZ1JlYWRSZXF1ZXN0GhoucmVxbG9nLnYxLkxvZ1JlYWRSZXNwb25zZRJACgVVc2FnZRIaLnJlcWxvZy52MS5Mb2dVc2FnZVJlcXVlc3QaGy5yZXFsb2cudjEuTG9nVXNhZ2VSZXNwb25zZRI6CgVXcml0ZRIXLnJlcWxvZy52MS5Xcml0ZVJlcXVlc3QaGC5yZXFsb2cudjEuV3JpdGVSZXNwb25zZRJJCgpMaXN0U3RhdHVzEhwucmVxbG9nLnYxLkxpc3RTdGF0dXNSZXF1ZXN0Gh0ucmVxbG9nLnYxLkxpc3RTdGF0dXNSZXNwb25zZRI8CgZJbmdlc3QSGC5yZXFsb2cudjEuSW5nZXN0UmVxdWVzdBoULnJlcWxvZy52MS5Jbmdlc3RBY2soATABEj8KBFRhaWwSGS5yZXFsb2cudjEuTG9nUmVhZFJlcXVlc3QaGi5yZXFsb2cudjEuTG9nUmVhZFJlc3BvbnNlMAE", [file_google_protobuf_empty]);
+  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzIvYBCgxTdGF0c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEjMKDm1vZHVsZV92ZXJzaW9uGAIgAygLMhsucmVxbG9nLnYxLkxvZ01vZHVsZVZlcnNpb24SEgoKc3RhcnRfdGltZRgDIAEoAxIQCghlbmRfdGltZRgEIAEoAxIbChByZXNvbHV0aW9uX2hvdXJzGAUgASgNOgExEhMKC3Blcl92ZXJzaW9uGAYgASgIEhQKDHN0YXR1c19jbGFzcxgHIAMoBRIgChhleGNsdWRlX3VzZXJfYWdlbnRfcmVnZXgYCCABKAkSEQoFdG9wX24YCSABKA06AjEwIpgBCgxTdGF0c0ZpZ3VyZXMSEAoIcmVxdWVzdHMYASACKAMSDgoGZXJyb3JzGAIgAigDEhIKCmJ5dGVzX3NlbnQYAyACKAMSEwoLbGF0ZW5jeV9wNTAYBCACKAMSEwoLbGF0ZW5jeV9wOTAYBSACKAMSEwoLbGF0ZW5jeV9wOTkYBiACKAMSEwoLbGF0ZW5jeV9tYXgYByACKAMiqQEKC1N0YXRzUmVjb3JkEhIKCnN0YXJ0X3RpbWUYASACKAMSEAoIZW5kX3RpbWUYAiACKAMSDQoFcm91dGUYAyABKAkSFAoMc3RhdHVzX2NsYXNzGAQgAigFEhEKCW1vZHVsZV9pZBgFIAEoCRISCgp2ZXJzaW9uX2lkGAYgASgJEigKB2ZpZ3VyZXMYByACKAsyFy5yZXFsb2cudjEuU3RhdHNGaWd1cmVzIkUKClN0YXRzUm91dGUSDQoFcm91dGUYASABKAkSKAoHZmlndXJlcxgCIAIoCzIXLnJlcWxvZy52MS5TdGF0c0ZpZ3VyZXMiPQoLU3RhdHNDbGllbnQSDAoEbmFtZRgBIAEoCRIQCghyZXF1ZXN0cxgCIAIoAxIOCgZlcnJvcnMYAyACKAMiywIKDVN0YXRzUmVzcG9uc2USJgoGcmVjb3JkGAEgAygLMhYucmVxbG9nLnYxLlN0YXRzUmVjb3JkEiYKBXRvdGFsGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcxISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEjQKFXRvcF9yb3V0ZV9ieV9yZXF1ZXN0cxgFIAMoCzIVLnJlcWxvZy52MS5TdGF0c1JvdXRlEi8KEHRvcF9yb3V0ZV9ieV9wOTkYBiADKAsyFS5yZXFsb2cudjEuU3RhdHNSb3V0ZRItCg10b3BfY2xpZW50X2lwGAcgAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50Ei4KDnRvcF91c2VyX2FnZW50GAggAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50MssECgpMb2dTZXJ2aWNlEjgKBUZsdXNoEhcucmVxbG9nLnYxLkZsdXNoUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eRJACglTZXRTdGF0dXMSGy5yZXFsb2cudjEuU2V0U3RhdHVzUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eRI9CgRSZWFkEhkucmVxbG9nLnYxLkxvZ1JlYWRSZXF1ZXN0GhoucmVxbG9nLnYxLkxvZ1JlYWRSZXNwb25zZRJACgVVc2FnZRIaLnJlcWxvZy52MS5Mb2dVc2FnZVJlcXVlc3QaGy5yZXFsb2cudjEuTG9nVXNhZ2VSZXNwb25zZRI6CgVXcml0ZRIXLnJlcWxvZy52MS5Xcml0ZVJlcXVlc3QaGC5yZXFsb2cudjEuV3JpdGVSZXNwb25zZRJJCgpMaXN0U3RhdHVzEhwucmVxbG9nLnYxLkxpc3RTdGF0dXNSZXF1ZXN0Gh0ucmVxbG9nLnYxLkxpc3RTdGF0dXNSZXNwb25zZRI8CgZJbmdlc3QSGC5yZXFsb2cudjEuSW5nZXN0UmVxdWVzdBoULnJlcWxvZy52MS5Jbmdlc3RBY2soATABEj8KBFRhaWwSGS5yZXFsb2cudjEuTG9nUmVhZFJlcXVlc3QaGi5yZXFsb2cudjEuTG9nUmVhZFJlc3BvbnNlMAESOgoFU3RhdHMSFy5yZXFsb2cudjEuU3RhdHNSZXF1ZXN0GhgucmVxbG9nLnYxLlN0YXRzUmVzcG9uc2U", [file_google_protobuf_empty]);
 
 /**
  * The error codes a failed call carries, as the reason of a google.rpc.ErrorInfo
@@ -939,6 +939,335 @@ export const ListStatusResponseSchema: GenMessage<ListStatusResponse> = /*@__PUR
   messageDesc(file_reqlog_v1_log_service, 21);
 
 /**
+ * Which request statistics to compute (times in seconds since the epoch).
+ * Only finished requests count, each in the hour of its end_time; numbers
+ * come from hourly rollups, never from a scan of the stored requests.
+ *
+ * @generated from message reqlog.v1.StatsRequest
+ */
+export type StatsRequest = Message<"reqlog.v1.StatsRequest"> & {
+  /**
+   * @generated from field: required string app_id = 1;
+   */
+  appId: string;
+
+  /**
+   * (module, version) pairs, ORed; a pair without version_id stands for all
+   * versions of its module. Empty: every module and version.
+   *
+   * @generated from field: repeated reqlog.v1.LogModuleVersion module_version = 2;
+   */
+  moduleVersion: LogModuleVersion[];
+
+  /**
+   * Rounded down to the hour (inclusive); unset: the first hour with stats.
+   *
+   * @generated from field: optional int64 start_time = 3;
+   */
+  startTime: bigint;
+
+  /**
+   * Rounded up to the hour (exclusive); unset: after the last hour with stats.
+   *
+   * @generated from field: optional int64 end_time = 4;
+   */
+  endTime: bigint;
+
+  /**
+   * Hours per time bucket; 0: one bucket for the whole range.
+   *
+   * @generated from field: optional uint32 resolution_hours = 5 [default = 1];
+   */
+  resolutionHours: number;
+
+  /**
+   * One record per (module, version) as well; otherwise versions are merged.
+   *
+   * @generated from field: optional bool per_version = 6;
+   */
+  perVersion: boolean;
+
+  /**
+   * Only these status classes: 1 to 5 for 1xx to 5xx, 0 for a status
+   * outside 100..599. Empty: every class.
+   *
+   * @generated from field: repeated int32 status_class = 7;
+   */
+  statusClass: number[];
+
+  /**
+   * RE2 pattern (partial match): requests whose user agent contains a match
+   * are left out (bots, health checks). Unset: none left out.
+   *
+   * @generated from field: optional string exclude_user_agent_regex = 8;
+   */
+  excludeUserAgentRegex: string;
+
+  /**
+   * Length of each top list; 0: no top lists.
+   *
+   * @generated from field: optional uint32 top_n = 9 [default = 10];
+   */
+  topN: number;
+};
+
+/**
+ * Describes the message reqlog.v1.StatsRequest.
+ * Use `create(StatsRequestSchema)` to create a new message.
+ */
+export const StatsRequestSchema: GenMessage<StatsRequest> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 22);
+
+/**
+ * What a set of finished requests adds up to. Latencies are microseconds:
+ * nearest-rank percentiles read from latency histograms whose buckets are
+ * 2^(1/4) apart, so each lies in the same bucket as the exact value (within
+ * about 19% of it).
+ *
+ * @generated from message reqlog.v1.StatsFigures
+ */
+export type StatsFigures = Message<"reqlog.v1.StatsFigures"> & {
+  /**
+   * @generated from field: required int64 requests = 1;
+   */
+  requests: bigint;
+
+  /**
+   * Requests answered with a server error: status 500 to 599.
+   *
+   * @generated from field: required int64 errors = 2;
+   */
+  errors: bigint;
+
+  /**
+   * The sum of their response_size.
+   *
+   * @generated from field: required int64 bytes_sent = 3;
+   */
+  bytesSent: bigint;
+
+  /**
+   * @generated from field: required int64 latency_p50 = 4;
+   */
+  latencyP50: bigint;
+
+  /**
+   * @generated from field: required int64 latency_p90 = 5;
+   */
+  latencyP90: bigint;
+
+  /**
+   * @generated from field: required int64 latency_p99 = 6;
+   */
+  latencyP99: bigint;
+
+  /**
+   * Exact unless a request that held the maximum was since updated, deleted
+   * or left out by exclude_user_agent_regex; then it lies in the same
+   * histogram bucket as the exact maximum, at or above it.
+   *
+   * @generated from field: required int64 latency_max = 7;
+   */
+  latencyMax: bigint;
+};
+
+/**
+ * Describes the message reqlog.v1.StatsFigures.
+ * Use `create(StatsFiguresSchema)` to create a new message.
+ */
+export const StatsFiguresSchema: GenMessage<StatsFigures> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 23);
+
+/**
+ * The requests of one route and status class (and version, when asked for)
+ * in one time bucket.
+ *
+ * @generated from message reqlog.v1.StatsRecord
+ */
+export type StatsRecord = Message<"reqlog.v1.StatsRecord"> & {
+  /**
+   * The bucket, in seconds since the epoch: start inclusive, end exclusive.
+   *
+   * @generated from field: required int64 start_time = 1;
+   */
+  startTime: bigint;
+
+  /**
+   * @generated from field: required int64 end_time = 2;
+   */
+  endTime: bigint;
+
+  /**
+   * url_map_entry, or where that is empty the path with its ids (numbers,
+   * hex ids, UUIDs) written {id} and its query string dropped. Unset: routes
+   * beyond the per-hour bound on distinct routes, counted together.
+   *
+   * @generated from field: optional string route = 3;
+   */
+  route: string;
+
+  /**
+   * 1 to 5 for 1xx to 5xx; 0 for a status outside 100..599.
+   *
+   * @generated from field: required int32 status_class = 4;
+   */
+  statusClass: number;
+
+  /**
+   * Set when per_version was asked for.
+   *
+   * @generated from field: optional string module_id = 5;
+   */
+  moduleId: string;
+
+  /**
+   * @generated from field: optional string version_id = 6;
+   */
+  versionId: string;
+
+  /**
+   * @generated from field: required reqlog.v1.StatsFigures figures = 7;
+   */
+  figures?: StatsFigures | undefined;
+};
+
+/**
+ * Describes the message reqlog.v1.StatsRecord.
+ * Use `create(StatsRecordSchema)` to create a new message.
+ */
+export const StatsRecordSchema: GenMessage<StatsRecord> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 24);
+
+/**
+ * One route over the whole range (status classes and versions merged).
+ *
+ * @generated from message reqlog.v1.StatsRoute
+ */
+export type StatsRoute = Message<"reqlog.v1.StatsRoute"> & {
+  /**
+   * Unset: routes beyond the per-hour bound on distinct routes.
+   *
+   * @generated from field: optional string route = 1;
+   */
+  route: string;
+
+  /**
+   * @generated from field: required reqlog.v1.StatsFigures figures = 2;
+   */
+  figures?: StatsFigures | undefined;
+};
+
+/**
+ * Describes the message reqlog.v1.StatsRoute.
+ * Use `create(StatsRouteSchema)` to create a new message.
+ */
+export const StatsRouteSchema: GenMessage<StatsRoute> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 25);
+
+/**
+ * A client IP or user agent and how many of the requests it made.
+ *
+ * @generated from message reqlog.v1.StatsClient
+ */
+export type StatsClient = Message<"reqlog.v1.StatsClient"> & {
+  /**
+   * Unset: names beyond the per-hour bound on distinct names, counted together.
+   *
+   * @generated from field: optional string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: required int64 requests = 2;
+   */
+  requests: bigint;
+
+  /**
+   * Requests answered with status 500 to 599.
+   *
+   * @generated from field: required int64 errors = 3;
+   */
+  errors: bigint;
+};
+
+/**
+ * Describes the message reqlog.v1.StatsClient.
+ * Use `create(StatsClientSchema)` to create a new message.
+ */
+export const StatsClientSchema: GenMessage<StatsClient> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 26);
+
+/**
+ * Request statistics, by time bucket, route and status class, and the top
+ * lists of the whole range.
+ *
+ * @generated from message reqlog.v1.StatsResponse
+ */
+export type StatsResponse = Message<"reqlog.v1.StatsResponse"> & {
+  /**
+   * By start_time, then route, status class, module and version.
+   *
+   * @generated from field: repeated reqlog.v1.StatsRecord record = 1;
+   */
+  record: StatsRecord[];
+
+  /**
+   * All the records together.
+   *
+   * @generated from field: required reqlog.v1.StatsFigures total = 2;
+   */
+  total?: StatsFigures | undefined;
+
+  /**
+   * The range the records cover (set when any request counts).
+   *
+   * @generated from field: optional int64 start_time = 3;
+   */
+  startTime: bigint;
+
+  /**
+   * @generated from field: optional int64 end_time = 4;
+   */
+  endTime: bigint;
+
+  /**
+   * Routes with the most requests, most first.
+   *
+   * @generated from field: repeated reqlog.v1.StatsRoute top_route_by_requests = 5;
+   */
+  topRouteByRequests: StatsRoute[];
+
+  /**
+   * Routes with the slowest p99 latency, slowest first.
+   *
+   * @generated from field: repeated reqlog.v1.StatsRoute top_route_by_p99 = 6;
+   */
+  topRouteByP99: StatsRoute[];
+
+  /**
+   * Client IPs with the most requests, of every version and status class.
+   *
+   * @generated from field: repeated reqlog.v1.StatsClient top_client_ip = 7;
+   */
+  topClientIp: StatsClient[];
+
+  /**
+   * User agents with the most requests, of every version and status class,
+   * the ones exclude_user_agent_regex matches left out.
+   *
+   * @generated from field: repeated reqlog.v1.StatsClient top_user_agent = 8;
+   */
+  topUserAgent: StatsClient[];
+};
+
+/**
+ * Describes the message reqlog.v1.StatsResponse.
+ * Use `create(StatsResponseSchema)` to create a new message.
+ */
+export const StatsResponseSchema: GenMessage<StatsResponse> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 27);
+
+/**
  * Stores and reads HTTP request records and their app log lines.
  *
  * @generated from service reqlog.v1.LogService
@@ -1027,6 +1356,18 @@ export const LogService: GenService<{
     methodKind: "server_streaming";
     input: typeof LogReadRequestSchema;
     output: typeof LogReadResponseSchema;
+  },
+  /**
+   * Request statistics per time bucket, route and status class (requests,
+   * errors, bytes sent, latency percentiles) and top lists, from hourly
+   * rollups kept with every write.
+   *
+   * @generated from rpc reqlog.v1.LogService.Stats
+   */
+  stats: {
+    methodKind: "unary";
+    input: typeof StatsRequestSchema;
+    output: typeof StatsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_reqlog_v1_log_service, 0);

@@ -2,12 +2,13 @@ import { isFieldSet } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../domain/records.js";
+import { statsFactsOf } from "../../write/stats-facts.js";
 import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
 import type { ChangeLog } from "./change-log.js";
 import { sqlDerivable } from "./combined-sql.js";
 import type { Keys } from "./keys.js";
 import { recordColumns, recordColumnValues, toSql } from "./record-columns.js";
-import { type Rollups, type StoredRow, shareOf } from "./rollups.js";
+import { hourOf, type Rollups, type StoredRow, shareOf, statsShareOf } from "./rollups.js";
 import { rowUsageColumns } from "./sql.js";
 
 interface LineTotals {
@@ -106,7 +107,11 @@ export function createRequestWriter(db: Database.Database, keys: Keys, changes: 
     return { added: lines.length - ignored, bytes: bytes - ignoredBytes };
   }
 
-  /** Adds lines to an existing row: a change (new seq); an in-progress row moves to now. */
+  /**
+   * Adds lines to an existing row: a change (new seq); an in-progress row
+   * moves to now. Its share of the stats rollups stays: a finished row keeps
+   * its sort time, and one in progress counts in no stats.
+   */
   function flushInto(existing: StoredRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
     if (lines.length === 0) return 0;
     const changeSeq = changes.next();
@@ -176,6 +181,10 @@ export function createRequestWriter(db: Database.Database, keys: Keys, changes: 
         line_count: (existing?.line_count ?? 0n) + BigInt(added),
         line_bytes: (existing?.line_bytes ?? 0n) + BigInt(bytes),
       }));
+      rollups.moveStats(
+        existing && statsShareOf(existing),
+        log.finished ? { appKey: app, versionKey, hour: hourOf(sortTime), facts: statsFactsOf(log) } : undefined,
+      );
       return added;
     },
 

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import type { Clock } from "../../clock.js";
 import type { Maintenance } from "../store.js";
 import type { ChangeLog } from "./change-log.js";
-import { type Rollups, type StoredRow, shareOf } from "./rollups.js";
+import { type Rollups, type StoredRow, shareOf, statsShareOf } from "./rollups.js";
 import { rowUsageColumns } from "./sql.js";
 import type { RunChange } from "./sqlite-store.js";
 import { guarded } from "./storage-error.js";
@@ -44,6 +44,7 @@ export function createSqliteMaintenance(
             changes.forgetRow(row.id);
             stmt.deleteRequest.run(row.id);
             rollups.move(shareOf(row), undefined);
+            rollups.moveStats(statsShareOf(row), undefined);
             deleted++;
           }
           if (deleted >= limit) break;

@@ -1,4 +1,7 @@
 import type Database from "better-sqlite3";
+import { statsFactsOf } from "../../write/stats-facts.js";
+import { rowUsageColumns } from "./sql.js";
+import { createStatsRollups, type StatsRollups, type StatsShare } from "./stats-rollups.js";
 
 const usecPerHour = 3_600_000_000n;
 
@@ -29,10 +32,22 @@ export interface RowUsage {
   line_bytes: bigint;
 }
 
-/** A stored row as a write or retention reads it (the columns of sql.ts rowUsageColumns). */
-export interface StoredRow extends RowUsage {
-  id: bigint;
+/** The columns that decide a row's share of the stats rollups (read with safeIntegers). */
+export interface RowStats {
+  has_record: bigint;
   finished: bigint;
+  url_map_entry: string;
+  resource: string;
+  status: bigint;
+  latency: bigint;
+  response_size: bigint;
+  ip: string;
+  user_agent: string | null;
+}
+
+/** A stored row as a write or retention reads it (the columns of sql.ts rowUsageColumns). */
+export interface StoredRow extends RowUsage, RowStats {
+  id: bigint;
 }
 
 export function shareOf(row: RowUsage): UsageShare {
@@ -44,6 +59,21 @@ export function shareOf(row: RowUsage): UsageShare {
     bytes: Number(row.record_bytes + row.line_bytes),
     lines: Number(row.line_count),
   };
+}
+
+/** A stored row's share of the stats rollups: only a finished request's record counts. */
+export function statsShareOf(row: RowUsage & RowStats): StatsShare | undefined {
+  if (row.has_record !== 1n || row.finished !== 1n) return undefined;
+  const facts = statsFactsOf({
+    urlMapEntry: row.url_map_entry,
+    resource: row.resource,
+    status: Number(row.status),
+    latency: row.latency,
+    responseSize: row.response_size,
+    ip: row.ip,
+    userAgent: row.user_agent,
+  });
+  return { appKey: Number(row.app_key), versionKey: Number(row.version_key), hour: hourOf(row.sort_time), facts };
 }
 
 /**
@@ -61,6 +91,8 @@ export function createRollups(db: Database.Database) {
     "DELETE FROM usage_hourly WHERE app_key = ? AND hour = ? AND version_key = ? AND requests = 0 AND lines = 0 AND bytes = 0",
   );
   const pending = new Map<string, UsageShare>();
+  const stats = createStatsRollups(db);
+  backfillStats(db, stats);
 
   function accumulate(share: UsageShare, sign: 1 | -1): void {
     const key = `${share.appKey}/${share.hour}/${share.versionKey}`;
@@ -77,6 +109,8 @@ export function createRollups(db: Database.Database) {
       if (before) accumulate(before, -1);
       if (after) accumulate(after, 1);
     },
+    /** Moves a request's share of the stats rollups (stats-rollups.ts), the same way. */
+    moveStats: stats.move,
     /** Applies the pending deltas (inside the write's transaction). */
     flush(): void {
       for (const d of pending.values()) {
@@ -85,12 +119,37 @@ export function createRollups(db: Database.Database) {
         if (d.requests < 0 || d.bytes < 0 || d.lines < 0) dropEmpty.run(d.appKey, d.hour, d.versionKey);
       }
       pending.clear();
+      stats.flush();
     },
     /** Drops the pending deltas of a write that failed. */
     discard(): void {
       pending.clear();
+      stats.discard();
     },
   };
 }
 
 export type Rollups = ReturnType<typeof createRollups>;
+
+/**
+ * Counts the requests stored before migration 004 into the stats rollups,
+ * in one transaction, when the migration has left its marker (a new
+ * database has no rows: the marker just goes). Pages by id: better-sqlite3
+ * runs no write while a statement is iterating.
+ */
+function backfillStats(db: Database.Database, stats: StatsRollups): void {
+  if (db.prepare("SELECT 1 FROM meta WHERE key = 'stats_backfill'").get() === undefined) return;
+  const page = db
+    .prepare(`SELECT ${rowUsageColumns} FROM requests WHERE id > ? AND has_record = 1 AND finished = 1 ORDER BY id LIMIT 5000`)
+    .safeIntegers(true);
+  db.transaction(() => {
+    for (let after = 0n; ; ) {
+      const rows = page.all(after) as StoredRow[];
+      if (rows.length === 0) break;
+      for (const row of rows) stats.move(undefined, statsShareOf(row));
+      stats.flush();
+      after = rows.at(-1)!.id;
+    }
+    db.prepare("DELETE FROM meta WHERE key = 'stats_backfill'").run();
+  })();
+}

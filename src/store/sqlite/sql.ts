@@ -13,8 +13,9 @@ export const recordJoin = `
   requests r JOIN versions v ON v.id = r.version_key JOIN apps a ON a.id = r.app_key`;
 export const recordColumnsSql = "r.*, a.app_id, v.module_id, v.version_id";
 
-/** What a write or retention needs to know of a stored row: its key and its share of the usage rollups. */
-export const rowUsageColumns = "id, app_key, version_key, has_record, finished, sort_time, record_bytes, line_count, line_bytes";
+/** What a write or retention needs to know of a stored row: its key and its shares of the usage and stats rollups. */
+export const rowUsageColumns = `id, app_key, version_key, has_record, finished, sort_time, record_bytes, line_count, line_bytes,
+  url_map_entry, resource, status, latency, response_size, ip, user_agent`;
 
 /** The last change sequence number committed. */
 export const currentSeqSql = "SELECT value FROM meta WHERE key = 'seq'";

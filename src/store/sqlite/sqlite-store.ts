@@ -5,6 +5,7 @@ import { decodePosition, encodePosition } from "./cursor.js";
 import type { ReadPool } from "./read-pool.js";
 import type { RequestWriter } from "./request-writer.js";
 import type { SqliteReader } from "./sqlite-reader.js";
+import { createStatsReader } from "./sqlite-stats.js";
 import { createUsageReader } from "./sqlite-usage.js";
 import { guarded, throwIfCancelled } from "./storage-error.js";
 
@@ -30,6 +31,7 @@ export interface SqliteStoreParts {
  */
 export function createSqliteStore({ db, now, change, writer, reader, pool, listeners }: SqliteStoreParts): Store {
   const usage = createUsageReader(db);
+  const stats = createStatsReader(db);
   const offsetKey = db.prepare("SELECT value FROM meta WHERE key = 'offset_key'").pluck();
 
   return {
@@ -72,6 +74,10 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
 
     usage(plan, signal) {
       return guarded(signal, () => usage(plan));
+    },
+
+    stats(plan, signal) {
+      return guarded(signal, () => stats(plan));
     },
 
     changePosition(signal) {

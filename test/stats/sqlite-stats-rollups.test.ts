@@ -1,0 +1,99 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { type RequestLog, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { defaultLimits } from "../../src/limits.js";
+import { planStats } from "../../src/query/stats-plan.js";
+import { openSqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
+import { maxNamesPerHour } from "../../src/store/sqlite/stats-rollups.js";
+import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
+import { minimalLog, rid } from "../helpers/fixtures.js";
+import { useTestServer } from "../helpers/test-server.js";
+
+const h0 = 1_795_003_200n * 1_000_000n;
+const never = new AbortController().signal;
+
+/** Request i of the hour from h0: route /r<i>, user agent ua-<i>, its own client IP. */
+const distinct = (i: number, more: Parameters<typeof minimalLog>[0] = {}) =>
+  minimalLog({
+    requestId: rid(`d${i}`), startTime: h0 + BigInt(i), endTime: h0 + BigInt(i) + 10n, status: 200,
+    urlMapEntry: `/r${i}`, userAgent: `ua-${i}`, ip: `10.1.${i >> 8}.${i & 255}`, ...more,
+  });
+
+const statsRowCounts = (db: ReturnType<typeof openSqliteBackend>["db"]) =>
+  db.prepare(`SELECT (SELECT count(*) FROM stats_names) AS names, (SELECT count(*) FROM stats_hourly) AS cells,
+    (SELECT count(*) FROM stats_agents_hourly) AS agent_cells`).get();
+
+describe("SQLite stats rollups", () => {
+  const ts = useTestServer();
+
+  it(`keeps at most ${maxNamesPerHour} routes, user agents and client IPs of an hour apart; the rest count together, unnamed`, async () => {
+    const n = maxNamesPerHour + 5;
+    const logs = Array.from({ length: n }, (_, i) => distinct(i));
+    for (let i = 0; i < n; i += 1000) await ts.write(...logs.slice(i, i + 1000));
+    const kinds = () => ts.db.prepare("SELECT kind, count(*) AS n, sum(name IS NULL) AS overflow FROM stats_names GROUP BY kind").all();
+    expect(kinds()).toEqual([0, 1, 2].map((kind) => ({ kind, n: maxNamesPerHour + 1, overflow: 1 })));
+
+    const reply = await ts.client.stats({ appId: "forge", resolutionHours: 0, topN: 2 });
+    expect(reply.record).toHaveLength(maxNamesPerHour + 1);
+    const unnamed = reply.record.at(-1)!;
+    expect([unnamed.route, unnamed.figures!.requests]).toEqual(["", 5n]);
+    expect(reply.topClientIp.map((c) => [c.name, c.requests])).toEqual([["", 5n], ["10.1.0.0", 1n]]);
+    // A bot pattern sees only the user agents with a row of their own.
+    const noBots = await ts.client.stats({ appId: "forge", resolutionHours: 0, excludeUserAgentRegex: "^ua-(0|1004)$" });
+    expect(Number(noBots.total!.requests)).toBe(n - 1);
+
+    // A name keeps its row while its hour counts requests: a newcomer still counts unnamed.
+    expect(await ts.backend.maintenance.expire(h0 + 11n, 10, never)).toBe(1);
+    await ts.write(distinct(n + 1));
+    expect(kinds()).toEqual([0, 1, 2].map((kind) => ({ kind, n: maxNamesPerHour + 1, overflow: 1 })));
+    const after = await ts.client.stats({ appId: "forge", resolutionHours: 0, topN: 1 });
+    expect(after.topUserAgent.map((c) => [c.name, c.requests])).toEqual([["", 6n]]);
+
+    // An hour that counts nothing any more leaves no rollup rows behind.
+    await ts.backend.maintenance.expire(h0 + 3_600_000_000n, 10_000, never);
+    expect(statsRowCounts(ts.db)).toEqual({ names: 0, cells: 0, agent_cells: 0 });
+  });
+
+  it("answers from the rollups alone: request rows deleted behind the store's back change nothing", async () => {
+    await ts.write(...Array.from({ length: 20 }, (_, i) => distinct(i % 4, { requestId: rid(`q${i}`), status: 200 + (i % 3) * 100 })));
+    const before = await ts.client.stats({ appId: "forge", perVersion: true });
+    ts.db.prepare("DELETE FROM requests").run();
+    expect(await ts.client.stats({ appId: "forge", perVersion: true })).toEqual(before);
+  });
+});
+
+describe("migration 004 on a database with requests", () => {
+  it("counts the finished requests stored before it once, when the backend next opens", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "reqlog-stats-"));
+    const open = () => openSqliteBackend({ path: join(folder, "reqlog.db"), readWorkers: 0, now: () => h0 });
+    const statsOf = (b: ReturnType<typeof open>) =>
+      b.store.stats(planStats(create(StatsRequestSchema, { appId: "forge", perVersion: true, topN: 100 }), defaultLimits), never);
+    const write = (b: ReturnType<typeof open>, logs: RequestLog[]) =>
+      b.store.write(logs.map((l, i) => prepareRequestLog(l, defaultLimits, `log[${i}]`)), never);
+    let backend = open();
+    try {
+      await write(backend, [
+        ...Array.from({ length: 30 }, (_, i) => distinct(i % 7, { requestId: rid(`m${i}`), versionId: `v${i % 2}`, latency: BigInt(i * 997) })),
+        minimalLog({ requestId: rid("running"), finished: false }),
+      ]);
+      const expected = await statsOf(backend);
+      expect(expected.records.length).toBeGreaterThan(0);
+      // As a database written before migration 004 looks once it has run: empty rollups and the marker.
+      backend.db.exec(`DELETE FROM stats_names; DELETE FROM stats_hourly; DELETE FROM stats_agents_hourly;
+        INSERT INTO meta (key, value) VALUES ('stats_backfill', 1);`);
+      await backend.close();
+      backend = open();
+      expect(await statsOf(backend)).toEqual(expected);
+      expect(backend.db.prepare("SELECT count(*) AS n FROM meta WHERE key = 'stats_backfill'").get()).toEqual({ n: 0 });
+      await backend.close();
+      backend = open();
+      expect(await statsOf(backend)).toEqual(expected);
+    } finally {
+      await backend.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
