@@ -29,15 +29,22 @@ export function trafficRecords(n: number, seed = 42, gapUsec = 100_000): Generat
  * Loads `n` requests into a new SQLite backend through its store (validation
  * and group commit included, `synchronous=NORMAL`); returns the backend, open
  * (no tokens in it: a server on it is open, on loopback), and the rate.
+ * `shape` changes each record before it is written (the same for every run).
  */
-export async function loadBackend(path: string, n: number, onProgress?: (done: number) => void, gapUsec = 100_000) {
+export async function loadBackend(
+  path: string,
+  n: number,
+  onProgress?: (done: number) => void,
+  gapUsec = 100_000,
+  shape: (log: RequestLog) => RequestLog = (log) => log,
+) {
   const backend = openSqliteBackend({ path, sync: "normal" });
   const signal = new AbortController().signal;
   const started = performance.now();
   let batch = [];
   let done = 0;
   for (const log of trafficRecords(n, 42, gapUsec)) {
-    batch.push(prepareRequestLog(log, defaultLimits, "log"));
+    batch.push(prepareRequestLog(shape(log), defaultLimits, "log"));
     if (batch.length === 1000) {
       await backend.store.write(batch, signal);
       done += batch.length;

@@ -46,15 +46,18 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const now = options.now ?? systemClock;
   const listeners = new Set<() => void>();
   const keys = createKeys(db);
+  const rollups = createRollups(db);
   const batcher = createWriteBatcher(
     db,
     () => {
       for (const listener of listeners) listener();
     },
-    keys.forget,
+    () => {
+      keys.forget();
+      rollups.discard();
+    },
   );
   const changeLog = createChangeLog(db);
-  const rollups = createRollups(db);
   const change: RunChange = (work, signal) =>
     guarded(signal, () =>
       batcher.run(() => {

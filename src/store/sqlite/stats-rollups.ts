@@ -51,6 +51,17 @@ interface NameRow {
   own: boolean;
 }
 
+/** The name rows of one (app, kind, hour) known to the writer. */
+interface HourNames {
+  rows: Map<string, NameRow>;
+  /** How many names have a row of their own. */
+  own: number;
+  overflow: NameRow | undefined;
+}
+
+/** Most (app, kind, hour)s whose name rows the writer keeps in memory. */
+const maxCachedHours = 64;
+
 interface StoredCell {
   requests: number;
   bytes: number;
@@ -89,10 +100,7 @@ type CellTable = ReturnType<typeof cellTable>;
  */
 export function createStatsRollups(db: Database.Database) {
   const stmt = {
-    findName: db.prepare("SELECT id FROM stats_names WHERE app_key = ? AND kind = ? AND hour = ? AND name IS ?").pluck(),
-    ownNames: db
-      .prepare("SELECT count(*) FROM stats_names WHERE app_key = ? AND kind = ? AND hour = ? AND name IS NOT NULL")
-      .pluck(),
+    hourNames: db.prepare("SELECT id, name FROM stats_names WHERE app_key = ? AND kind = ? AND hour = ?").raw(),
     insertName: db.prepare("INSERT INTO stats_names (app_key, kind, hour, name, requests, errors) VALUES (?, ?, ?, ?, 0, 0)"),
     addToName: db.prepare("UPDATE stats_names SET requests = requests + ?, errors = errors + ? WHERE id = ?"),
     hourTotal: db.prepare("SELECT coalesce(sum(requests), 0) FROM stats_names WHERE app_key = ? AND kind = ? AND hour = ?").pluck(),
@@ -152,6 +160,60 @@ export function createStatsRollups(db: Database.Database) {
     table.put.run(...values);
   }
 
+  /**
+   * The name rows of each (app, kind, hour) a write touched, all of them
+   * (read once, at most 1,001 a kind), kept across writes: a batch of one
+   * hour's traffic finds its names here, and a new name (most client IPs)
+   * is known to be new without a lookup. Rows go only with their hour
+   * (dropHour) or a rollback, so entries stay true until `discard` or the
+   * hour's drop.
+   */
+  const hours = new Map<string, HourNames>();
+
+  const hourKeyOf = (d: NameDelta) => `${d.appKey}/${d.kind}/${d.hour}`;
+
+  /**
+   * Where a name's requests are counted. A name keeps its row while its
+   * hour counts any request, so one without a row has none counted, or
+   * all of them in the overflow row (the hour's rows were full when it
+   * came): it gets a row only when it comes with requests and there is room.
+   */
+  function rowOf(key: string): NameRow | undefined {
+    const d = names.get(key)!;
+    const hourKey = hourKeyOf(d);
+    let known = hours.get(hourKey);
+    if (!known) hours.set(hourKey, (known = loadHour(d)));
+    let row = known.rows.get(d.name);
+    if (!row) {
+      row = newRow(d, known);
+      if (row) known.rows.set(d.name, row);
+    }
+    return row;
+  }
+
+  /** All the name rows of an hour (at most maxNamesPerHour and the overflow): a name not among them has none. */
+  function loadHour(d: NameDelta): HourNames {
+    const known: HourNames = { rows: new Map(), own: 0, overflow: undefined };
+    for (const [id, name] of stmt.hourNames.all(d.appKey, d.kind, d.hour) as [number, string | null][]) {
+      if (name === null) {
+        known.overflow = { id, own: false };
+      } else {
+        known.rows.set(name, { id, own: true });
+        known.own++;
+      }
+    }
+    return known;
+  }
+
+  function newRow(d: NameDelta, known: HourNames): NameRow | undefined {
+    if (d.requests <= 0) return known.overflow;
+    if (known.own < maxNamesPerHour) {
+      known.own++;
+      return { id: Number(stmt.insertName.run(d.appKey, d.kind, d.hour, d.name).lastInsertRowid), own: true };
+    }
+    return (known.overflow ??= { id: Number(stmt.insertName.run(d.appKey, d.kind, d.hour, null).lastInsertRowid), own: false });
+  }
+
   return {
     /** Moves a request's share from `before` (absent: it did not count) to `after` (absent: it no longer counts). */
     move(before: StatsShare | undefined, after: StatsShare | undefined): void {
@@ -164,43 +226,13 @@ export function createStatsRollups(db: Database.Database) {
     /** Applies the pending deltas (inside the write's transaction). */
     flush(): void {
       if (names.size === 0) return;
-      const rows = new Map<string, NameRow | undefined>();
-      const ownCount = new Map<string, number>();
       const shrunk = new Set<string>();
-
-      /**
-       * Where a name's requests are counted. A name keeps its row while its
-       * hour counts any request, so one without a row has none counted, or
-       * all of them in the overflow row (the hour's rows were full when it
-       * came): it gets a row only when it comes with requests and there is room.
-       */
-      const rowOf = (key: string): NameRow | undefined => {
-        if (rows.has(key)) return rows.get(key);
-        const d = names.get(key)!;
-        const at = [d.appKey, d.kind, d.hour] as const;
-        const own = stmt.findName.get(...at, d.name) as number | undefined;
-        const row = own !== undefined ? { id: own, own: true } : newRow(d, at);
-        rows.set(key, row);
-        return row;
-      };
-      const newRow = (d: NameDelta, at: readonly [number, number, number]): NameRow | undefined => {
-        const hourKey = at.join("/");
-        const taken = ownCount.get(hourKey) ?? (stmt.ownNames.get(...at) as number);
-        if (d.requests > 0 && taken < maxNamesPerHour) {
-          ownCount.set(hourKey, taken + 1);
-          return { id: Number(stmt.insertName.run(...at, d.name).lastInsertRowid), own: true };
-        }
-        const overflow = stmt.findName.get(...at, null) as number | undefined;
-        if (overflow !== undefined) return { id: overflow, own: false };
-        return d.requests > 0 ? { id: Number(stmt.insertName.run(...at, null).lastInsertRowid), own: false } : undefined;
-      };
-
       for (const [key, d] of names) {
         if (d.requests === 0 && d.errors === 0) continue;
         const row = rowOf(key);
         if (!row) continue;
         stmt.addToName.run(d.requests, d.errors, row.id);
-        if (d.requests < 0) shrunk.add(`${d.appKey}/${d.kind}/${d.hour}`);
+        if (d.requests < 0) shrunk.add(hourKeyOf(d));
       }
       for (const d of cells.values()) {
         const route = rowOf(d.route);
@@ -217,16 +249,29 @@ export function createStatsRollups(db: Database.Database) {
       // An hour that counts no request any more gives its names' rows back.
       for (const hourKey of shrunk) {
         const at = hourKey.split("/").map(Number) as [number, number, number];
-        if (stmt.hourTotal.get(...at) === 0) stmt.dropHour.run(...at);
+        if (stmt.hourTotal.get(...at) === 0) {
+          stmt.dropHour.run(...at);
+          hours.delete(hourKey);
+        }
       }
       names.clear();
       cells.clear();
+      // Live traffic writes to the last hour or two: the names of older hours are let go.
+      for (const hourKey of hours.keys()) {
+        if (hours.size <= maxCachedHours) break;
+        hours.delete(hourKey);
+      }
     },
 
-    /** Drops the pending deltas of a write that failed. */
+    /**
+     * Drops the pending deltas of a write that failed, and the rows known:
+     * those the write (or its group, when the group did not commit) inserted
+     * are rolled back with it.
+     */
     discard(): void {
       names.clear();
       cells.clear();
+      hours.clear();
     },
   };
 }
