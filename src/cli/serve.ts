@@ -1,6 +1,7 @@
 import { systemClock } from "../clock.js";
 import { isLoopback, type ServeConfig } from "../config.js";
 import { serverCredentials } from "../grpc/tls.js";
+import { dashboardPages } from "../http/dashboard-pages.js";
 import { createLogger } from "../logger.js";
 import { startReqlogServer } from "../reqlog-server.js";
 import { startHousekeeping } from "../store/housekeeping.js";
@@ -36,6 +37,7 @@ export async function serve(config: ServeConfig): Promise<void> {
     listen: config.listen,
     httpListen: config.httpListen,
     metrics: config.metrics,
+    pages: config.httpListen !== undefined ? [dashboardPages()] : undefined,
     tls: config.tls,
     limits: config.limits,
     shutdownTimeoutMs: config.shutdownTimeoutMs,

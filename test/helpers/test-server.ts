@@ -13,6 +13,7 @@ import {
   type WriteResponse,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import type { RunningServer } from "../../src/grpc/server.js";
+import { dashboardPages } from "../../src/http/dashboard-pages.js";
 import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createLogger } from "../../src/logger.js";
 import { startReqlogServer } from "../../src/reqlog-server.js";
@@ -32,6 +33,8 @@ export interface TestServerOptions {
   monotonicNow?: () => number;
   /** Also serve the HTTP port (Connect, gRPC-Web, gRPC, /metrics) on a free port. */
   http?: boolean;
+  /** Serve the dashboard (as built in dist/web by `npm run build`) on the HTTP port (with `http`). */
+  dashboard?: boolean;
   /** TLS for the server; the client then connects with `clientTls`. */
   credentials?: ServerCredentials;
   clientTls?: SecureClientSessionOptions;
@@ -78,6 +81,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const reqlog = await startReqlogServer(backend, {
     listen: "127.0.0.1:0",
     httpListen: options.http ? "127.0.0.1:0" : undefined,
+    pages: options.dashboard ? [dashboardPages()] : undefined,
     limits: { ...defaultLimits, ...options.limits },
     logger: createLogger("silent"),
     shutdownTimeoutMs: 2000,
