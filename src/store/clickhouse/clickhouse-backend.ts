@@ -1,0 +1,111 @@
+import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
+import { type Clock, systemClock } from "../../clock.js";
+import { ReqlogError } from "../../reqlog-error.js";
+import type { Backend } from "../store.js";
+import { createChangeSequence } from "./change-sequence.js";
+import { createClickHouseStatuses } from "./clickhouse-statuses.js";
+import { createClickHouseStore } from "./clickhouse-store.js";
+import { createClickHouseTokens } from "./clickhouse-tokens.js";
+import { createGroupCommit, type GroupWork } from "./group-commit.js";
+import { loadMeta, migrate } from "./migrate.js";
+import { createRecordReader } from "./record-reader.js";
+import { createClickHouseMaintenance } from "./retention.js";
+import { createSnapshotPaging } from "./snapshot-paging.js";
+import { createSqlClient } from "./sql-client.js";
+import { storageError } from "./storage-error.js";
+import { createTailChanges } from "./tail-changes.js";
+import { createWriteBatcher } from "./write-batcher.js";
+
+export interface ClickHouseBackendOptions {
+  /** The HTTP interface, e.g. http://127.0.0.1:8123. */
+  url: string;
+  /** The database (created and migrated if needed). */
+  database: string;
+  user?: string;
+  password?: string;
+  /** The clock (µs); the system clock by default. */
+  now?: Clock;
+}
+
+/** The ClickHouse backend, with its client for the CLI and for tests that look at rows. */
+export interface ClickHouseBackend extends Backend {
+  readonly client: ClickHouseClient;
+}
+
+const databaseName = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHouseClient {
+  return createClient({
+    url: options.url,
+    username: options.user ?? "default",
+    password: options.password ?? "",
+    database,
+    log: { level: ClickHouseLogLevel.OFF },
+    // Retention's and compaction's scans of every request may take a while on a large store.
+    request_timeout: 300_000,
+    // A group or a page names up to a thousand requests in its query text.
+    clickhouse_settings: { max_query_size: "16777216" },
+  });
+}
+
+/**
+ * Opens (creating and migrating) a ClickHouse database as a reqlog backend.
+ * One process writes a database: the change sequence lives in it (see
+ * change-sequence.ts).
+ */
+export async function openClickHouseBackend(options: ClickHouseBackendOptions): Promise<ClickHouseBackend> {
+  if (!databaseName.test(options.database)) {
+    throw ReqlogError.invalid(`ClickHouse database name ${JSON.stringify(options.database)}: letters, digits and _ only`);
+  }
+  const bootstrap = clientOf(options);
+  try {
+    await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${options.database}` });
+  } catch (err) {
+    throw storageError(err);
+  } finally {
+    await bootstrap.close();
+  }
+  const client = clientOf(options, options.database);
+  const sql = createSqlClient(client);
+  let meta: Awaited<ReturnType<typeof loadMeta>>;
+  try {
+    await migrate(sql);
+    meta = await loadMeta(sql);
+  } catch (err) {
+    await client.close();
+    throw storageError(err);
+  }
+
+  const now = options.now ?? systemClock;
+  const seq = createChangeSequence(meta.lastSeq);
+  const history = { floor: meta.movesFloor };
+  const listeners = new Set<() => void>();
+  const commit = createGroupCommit(sql, seq, () => {
+    for (const listener of listeners) listener();
+  });
+  const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);
+  const records = createRecordReader(sql);
+
+  return {
+    client,
+    store: createClickHouseStore({
+      sql,
+      now,
+      seq,
+      batcher,
+      records,
+      paging: createSnapshotPaging(sql, records, seq, history),
+      changes: createTailChanges(sql, records, seq),
+      offsetKey: meta.offsetKey,
+      listeners,
+    }),
+    statuses: createClickHouseStatuses(sql, seq, now),
+    tokens: createClickHouseTokens(sql, now),
+    maintenance: createClickHouseMaintenance(sql, now, batcher, commit, seq, history),
+    async close() {
+      await batcher.drain();
+      listeners.clear();
+      await client.close();
+    },
+  };
+}

@@ -1,0 +1,130 @@
+import type { Clock } from "../../clock.js";
+import type { AppLine } from "../../domain/records.js";
+import type { Store, WriteResult } from "../store.js";
+import type { ChangeSequence } from "./change-sequence.js";
+import { decodePosition, encodePosition } from "./cursor.js";
+import type { GroupWork, Touch } from "./group-commit.js";
+import type { RecordReader } from "./record-reader.js";
+import { createStatsReader } from "./clickhouse-stats.js";
+import { createUsageReader } from "./clickhouse-usage.js";
+import type { createSnapshotPaging } from "./snapshot-paging.js";
+import type { SqlClient } from "./sql-client.js";
+import { bytesToText } from "./sql-literal.js";
+import { guarded } from "./storage-error.js";
+import type { createTailChanges } from "./tail-changes.js";
+import type { WriteBatcher } from "./write-batcher.js";
+
+export interface ClickHouseStoreParts {
+  sql: SqlClient;
+  now: Clock;
+  seq: ChangeSequence;
+  batcher: WriteBatcher<GroupWork>;
+  records: RecordReader;
+  paging: ReturnType<typeof createSnapshotPaging>;
+  changes: ReturnType<typeof createTailChanges>;
+  offsetKey: Uint8Array;
+  /** Listeners called after every group commit. */
+  listeners: Set<() => void>;
+}
+
+const touch = (app: string, requestId: Uint8Array, lines: readonly AppLine[]): Touch => ({
+  app,
+  requestId: bytesToText(requestId),
+  lineTimes: lines.map((l) => l.time),
+});
+
+/**
+ * The record store on ClickHouse. Writes go through the group commit (one
+ * INSERT per group, answered once ClickHouse accepted it); reads are
+ * queries of the latest versions (FINAL).
+ */
+export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
+  const { sql, now, seq, batcher, records, paging, changes, listeners } = parts;
+  const usage = createUsageReader(sql);
+  const stats = createStatsReader(sql);
+  const change = <T>(work: GroupWork, signal: AbortSignal) => guarded(signal, () => batcher.run<T>(work, signal));
+
+  const store: Store = {
+    write(records, signal) {
+      return change<WriteResult>(
+        {
+          touches: records.map((r) => touch(r.log.appId, r.log.requestId, r.lines)),
+          apply(writer) {
+            const at = now();
+            let lines = 0;
+            for (const record of records) lines += writer.writeRecord(record, at);
+            return { records: records.length, lines };
+          },
+        },
+        signal,
+      );
+    },
+
+    ingest(records, flushes, signal) {
+      return change<WriteResult>(
+        {
+          touches: [
+            ...records.map((r) => touch(r.log.appId, r.log.requestId, r.lines)),
+            ...flushes.map((f) => touch(f.request.appId, f.request.requestId, f.lines)),
+          ],
+          apply(writer) {
+            const at = now();
+            let lines = 0;
+            for (const record of records) lines += writer.writeRecord(record, at);
+            for (const f of flushes) lines += writer.flushLines(f.request, f.lines, at);
+            return { records: records.length, lines };
+          },
+        },
+        signal,
+      );
+    },
+
+    flush(request, lines, signal) {
+      return change<number>(
+        { touches: [touch(request.appId, request.requestId, lines)], apply: (writer) => writer.flushLines(request, lines, now()) },
+        signal,
+      );
+    },
+
+    read(plan, signal) {
+      return guarded(signal, () => paging.read(plan, signal));
+    },
+
+    getRequests(appId, requestIds, signal) {
+      return guarded(signal, async () =>
+        records.withAllLines(await records.byIds(appId, requestIds.map(bytesToText), [], signal), signal),
+      );
+    },
+
+    usage(plan, signal) {
+      return guarded(signal, () => usage(plan, signal));
+    },
+
+    stats(plan, signal) {
+      return guarded(signal, () => stats(plan, signal));
+    },
+
+    changePosition(signal) {
+      return guarded(signal, async () => encodePosition(seq.committed));
+    },
+
+    changes(plan, after, limit, signal) {
+      return guarded(signal, async () => {
+        const { records, lastSeq, caughtUp } = await changes(plan, decodePosition(after), limit, signal);
+        return { records, position: encodePosition(lastSeq), caughtUp };
+      });
+    },
+
+    subscribe(listener, signal) {
+      return guarded(signal, async () => {
+        listeners.add(listener);
+        signal.addEventListener("abort", () => listeners.delete(listener), { once: true });
+      });
+    },
+
+    offsetKey(signal) {
+      return guarded(signal, async () => parts.offsetKey);
+    },
+  };
+  return store;
+}

@@ -1,0 +1,311 @@
+import { isFieldSet } from "@bufbuild/protobuf";
+import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
+import type { AppLine, PreparedRecord, RequestContext } from "../../domain/records.js";
+import { latencyBucket } from "../../domain/latency-histogram.js";
+import { formatCombined } from "../../format/combined-line.js";
+import { statsFactsOf } from "../../write/stats-facts.js";
+import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
+import { finishedSetBit, moduleSetBit, placeholderRecord, type RequestRow, recordColumns, requestKey, rowToLog } from "./request-row.js";
+import { bytesToText } from "./sql-literal.js";
+
+/** What a group of writes starts from, loaded before it runs (group-commit.ts). */
+export interface StoredState {
+  /** The latest version of each request the group names, by requestKey (absent: never stored, or expired). */
+  rows: Map<string, RequestRow>;
+  /** Lines stored for those requests (their current incarnation), at least those at the times the group's lines carry. */
+  lines: Map<string, Set<string>>;
+}
+
+/** One new version of a request: the row, the version it replaces, the lines it adds. */
+export interface Change {
+  row: RequestRow;
+  prev: RequestRow | undefined;
+  lines: readonly AppLine[];
+}
+
+const usecPerHour = 3_600_000_000n;
+
+/** Hours since the epoch of a time in µs (rounded down). */
+function hourOf(usec: string): bigint {
+  const time = BigInt(usec);
+  return time >= 0n ? time / usecPerHour : (time - usecPerHour + 1n) / usecPerHour;
+}
+
+/** What a version adds to the usage rollups (nothing once expired). */
+export function shareOf(row: RequestRow | undefined) {
+  if (!row || row.deleted === 1) return { hour: 0n, versionId: "", requests: 0, bytes: 0, lines: 0 };
+  return {
+    hour: hourOf(row.sort_time),
+    versionId: row.version_id,
+    requests: row.has_record,
+    bytes: Number(row.record_bytes) + Number(row.line_bytes),
+    lines: Number(row.line_count),
+  };
+}
+
+const lineKey = (line: Pick<AppLine, "time" | "pos" | "level" | "message">) =>
+  `${line.time}\u0000${line.pos}\u0000${line.level}\u0000${line.message}`;
+/** The key of a stored line (as lines rows read back: time as text). */
+export const storedLineKey = (line: { time: string; pos: number; level: number; message: string }) =>
+  lineKey({ ...line, time: BigInt(line.time) });
+
+/**
+ * The rules of a write, applied to the stored state of a group: upserts by
+ * (app, request id), lines stored once, placeholders for lines that come
+ * before their record, a finished record never turned back into an
+ * in-progress one, and retention's tombstones. Every change is a new version
+ * (the next change sequence number) with its share of the usage rollups
+ * before and after, collected in `changes` for one INSERT. Each write of the
+ * group can be undone alone (`mark`, `undo`), as a savepoint would.
+ */
+export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
+  const changes: Change[] = [];
+  const undoLog: (() => void)[] = [];
+
+  function setRow(key: string, row: RequestRow | undefined): void {
+    const before = state.rows.get(key);
+    undoLog.push(() => (before ? state.rows.set(key, before) : state.rows.delete(key)));
+    if (row) state.rows.set(key, row);
+    else state.rows.delete(key);
+  }
+
+  /** The request's known lines; `fresh` starts a new incarnation with none. */
+  function linesOf(key: string, fresh: boolean): Set<string> {
+    const before = state.lines.get(key);
+    if (before && !fresh) return before;
+    const set = new Set<string>();
+    undoLog.push(() => (before ? state.lines.set(key, before) : state.lines.delete(key)));
+    state.lines.set(key, set);
+    return set;
+  }
+
+  /** Keeps the lines not stored yet; the new totals of `row` (absent: a new request). */
+  function addLines(key: string, row: RequestRow | undefined, lines: readonly AppLine[]) {
+    const known = linesOf(key, row === undefined);
+    const added: AppLine[] = [];
+    let bytes = 0;
+    let maxLevel = row?.max_level ?? -1;
+    for (const line of lines) {
+      const k = lineKey(line);
+      if (line.level > maxLevel) maxLevel = line.level;
+      if (known.has(k)) continue;
+      known.add(k);
+      undoLog.push(() => known.delete(k));
+      added.push(line);
+      bytes += lineWireBytes(line);
+    }
+    return {
+      added,
+      totals: {
+        max_level: maxLevel,
+        line_count: String(BigInt(row?.line_count ?? 0) + BigInt(added.length)),
+        line_bytes: String(BigInt(row?.line_bytes ?? 0) + BigInt(bytes)),
+      },
+    };
+  }
+
+  function save(key: string, row: RequestRow, prev: RequestRow | undefined, lines: readonly AppLine[]): void {
+    setRow(key, row.deleted === 1 ? undefined : row);
+    changes.push({ row, prev, lines });
+    undoLog.push(() => changes.pop());
+  }
+
+  /** Adds lines to a stored request: a change; an in-progress request moves to `at`. */
+  function flushInto(key: string, stored: RequestRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
+    if (lines.length === 0) return 0;
+    const { added, totals } = addLines(key, stored, lines);
+    const row: RequestRow = {
+      ...stored,
+      ...totals,
+      seq: String(nextSeq()),
+      updated_at: String(at),
+      sort_time: stored.finished === 1 ? stored.sort_time : String(at),
+    };
+    if (stored.has_record === 0) {
+      // A placeholder starts at its earliest line; its combined line follows.
+      if (first < BigInt(stored.start_time as string)) row.start_time = String(first);
+      row.combined = formatCombined(rowToLog(row));
+    }
+    save(key, row, stored, added);
+    return added.length;
+  }
+
+  return {
+    changes: changes as readonly Change[],
+
+    /** Where the writes stand now, to undo back to. */
+    mark: () => undoLog.length,
+    /** Undoes everything since `mark` (a write that failed). */
+    undo(mark: number): void {
+      while (undoLog.length > mark) undoLog.pop()!();
+    },
+
+    /** Upserts one record with its lines at server time `at`; returns how many lines were new. */
+    writeRecord(record: PreparedRecord, at: bigint): number {
+      const log = record.log;
+      const requestId = bytesToText(log.requestId);
+      const key = requestKey(log.appId, requestId);
+      const stored = state.rows.get(key);
+      if (stored && stored.has_record === 1 && stored.finished === 1 && !log.finished) {
+        // A finished record is never turned back into an in-progress one by a
+        // late or retried in-progress write; its lines are still kept.
+        return flushInto(key, stored, record.lines, at, log.startTime);
+      }
+      const seq = String(nextSeq());
+      const { added, totals } = addLines(key, stored, record.lines);
+      const columns = recordColumns(log);
+      let bits = BigInt(columns.set_fields);
+      if (isFieldSet(log, RequestLogSchema.field.moduleId)) bits |= moduleSetBit;
+      if (isFieldSet(log, RequestLogSchema.field.finished)) bits |= finishedSetBit;
+      save(
+        key,
+        {
+          ...columns,
+          ...totals,
+          set_fields: String(bits),
+          app: log.appId,
+          request_id: requestId,
+          rkey: stored?.rkey ?? seq,
+          created_at: stored?.created_at ?? String(at),
+          seq,
+          deleted: 0,
+          has_record: 1,
+          finished: log.finished ? 1 : 0,
+          sort_time: String(log.finished ? log.endTime : at),
+          updated_at: String(at),
+          module_id: log.moduleId,
+          version_id: log.versionId,
+          record_bytes: String(recordWireBytes(log)),
+          combined: log.combined,
+        },
+        stored,
+        added,
+      );
+      return added.length;
+    },
+
+    /** Stores app lines of one request (a placeholder until its record arrives); returns how many were new. */
+    flushLines(request: RequestContext, lines: readonly AppLine[], at: bigint): number {
+      if (lines.length === 0) return 0;
+      const requestId = bytesToText(request.requestId);
+      const key = requestKey(request.appId, requestId);
+      const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
+      const stored = state.rows.get(key);
+      if (stored) return flushInto(key, stored, lines, at, first);
+      const seq = String(nextSeq());
+      const { added, totals } = addLines(key, undefined, lines);
+      const columns = recordColumns(placeholderRecord(first));
+      const row: RequestRow = {
+        ...columns,
+        ...totals,
+        // Finished (false) is set, as it reads back; the module only when the caller named it.
+        set_fields: String(BigInt(columns.set_fields) | finishedSetBit | (request.moduleSet ? moduleSetBit : 0n)),
+        app: request.appId,
+        request_id: requestId,
+        rkey: seq,
+        created_at: String(at),
+        seq,
+        deleted: 0,
+        has_record: 0,
+        finished: 0,
+        sort_time: String(at),
+        updated_at: String(at),
+        module_id: request.moduleId,
+        version_id: request.versionId,
+        record_bytes: "0",
+        combined: "",
+      };
+      row.combined = formatCombined(rowToLog(row));
+      save(key, row, undefined, added);
+      return added.length;
+    },
+
+    /** Expires a stored request: a tombstone version, its share of the rollups taken out. */
+    expire(stored: RequestRow): void {
+      const key = requestKey(stored.app, stored.request_id);
+      save(key, { ...stored, seq: String(nextSeq()), deleted: 1 }, stored, []);
+      const lines = state.lines.get(key);
+      if (lines) {
+        state.lines.delete(key);
+        undoLog.push(() => state.lines.set(key, lines));
+      }
+    },
+  };
+}
+
+export type RequestWriter = ReturnType<typeof createRequestWriter>;
+
+/** Where a version counts in Stats: a finished request, by hour of its end, route, status class… (none otherwise). */
+function statsCellOf(row: RequestRow | undefined) {
+  if (!row || row.deleted === 1 || row.finished !== 1) return undefined;
+  const facts = statsFactsOf({
+    urlMapEntry: row.url_map_entry as string,
+    resource: row.resource as string,
+    status: row.status as number,
+    latency: BigInt(row.latency as string),
+    responseSize: BigInt(row.response_size as string),
+    ip: row.ip as string,
+    userAgent: row.user_agent as string,
+  });
+  return { ...facts, hour: String(hourOf(row.sort_time)), module: row.module_id, version: row.version_id };
+}
+
+/** The Stats cells a change leaves (-1) and joins (+1), and the client IPs and user agents it moves, as request_changes' arrays. */
+function statsArrays(row: RequestRow, prev: RequestRow | undefined): Record<string, unknown[]> {
+  const joins = statsCellOf(row);
+  const leaves = statsCellOf(prev);
+  // A change that leaves the request where it counted (new lines, a late in-progress write) moves nothing.
+  const cells: [number, NonNullable<typeof joins>][] = [];
+  if (!(joins && leaves && JSON.stringify(joins) === JSON.stringify(leaves))) {
+    if (leaves) cells.push([-1, leaves]);
+    if (joins) cells.push([1, joins]);
+  }
+  const clients = cells.flatMap(([sign, c]) => [
+    { sign, hour: c.hour, kind: 0, name: c.ip, error: c.error },
+    { sign, hour: c.hour, kind: 1, name: c.userAgent, error: c.error },
+  ]);
+  return {
+    stats_sign: cells.map(([sign]) => sign),
+    stats_hour: cells.map(([, c]) => c.hour),
+    stats_route: cells.map(([, c]) => c.route),
+    stats_module: cells.map(([, c]) => c.module),
+    stats_version: cells.map(([, c]) => c.version),
+    stats_class: cells.map(([, c]) => c.statusClass),
+    stats_agent: cells.map(([, c]) => c.userAgent),
+    stats_bucket: cells.map(([, c]) => latencyBucket(c.latencyUs)),
+    stats_error: cells.map(([, c]) => (c.error ? 1 : 0)),
+    stats_latency: cells.map(([, c]) => c.latencyUs),
+    stats_bytes: cells.map(([, c]) => c.bytes),
+    client_sign: clients.map((c) => c.sign),
+    client_hour: clients.map((c) => c.hour),
+    client_kind: clients.map((c) => c.kind),
+    client_name: clients.map((c) => c.name),
+    client_error: clients.map((c) => (c.error ? 1 : 0)),
+  };
+}
+
+/** A change as request_changes takes it (migration 001): the row, its rollup shares, its move and its new lines. */
+export function changeRecord({ row, prev, lines }: Change): Record<string, unknown> {
+  const share = shareOf(row);
+  const before = shareOf(prev);
+  return {
+    ...statsArrays(row, prev),
+    ...row,
+    share_hour: String(share.hour),
+    share_version_id: share.versionId,
+    share_requests: share.requests,
+    share_bytes: share.bytes,
+    share_lines: share.lines,
+    prev_hour: String(before.hour),
+    prev_version_id: before.versionId,
+    prev_requests: before.requests,
+    prev_bytes: before.bytes,
+    prev_lines: before.lines,
+    moved: prev && row.deleted === 0 && prev.sort_time !== row.sort_time ? 1 : 0,
+    prev_sort_time: prev?.sort_time ?? "0",
+    line_time: lines.map((l) => String(l.time)),
+    line_pos: lines.map((l) => l.pos),
+    line_level: lines.map((l) => l.level),
+    line_message: lines.map((l) => l.message),
+  };
+}

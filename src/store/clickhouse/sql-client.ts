@@ -1,0 +1,46 @@
+import type { ClickHouseClient } from "@clickhouse/client";
+
+/**
+ * The few ways the backend talks to ClickHouse, over @clickhouse/client:
+ * rows as objects, rows streamed one by one (a scan that may stop early),
+ * statements, and inserts of JSON rows. A call's signal aborts its HTTP
+ * request, so a cancelled Read stops waiting at once.
+ */
+export interface SqlClient {
+  rows<T>(query: string, signal?: AbortSignal): Promise<T[]>;
+  /** Rows one at a time; leaving the loop early closes the response. */
+  stream<T>(query: string, signal?: AbortSignal): AsyncGenerator<T>;
+  command(query: string, signal?: AbortSignal): Promise<void>;
+  /** Inserts rows (64-bit integers as strings) in one INSERT. */
+  insert(table: string, rows: readonly object[]): Promise<void>;
+}
+
+export function createSqlClient(client: ClickHouseClient): SqlClient {
+  return {
+    async rows<T>(query: string, signal?: AbortSignal): Promise<T[]> {
+      const result = await client.query({ query, format: "JSONEachRow", abort_signal: signal });
+      return result.json<T>();
+    },
+
+    async *stream<T>(query: string, signal?: AbortSignal) {
+      // (JSONEachRow: ClickHouse 18.16 has no JSONCompactEachRow.)
+      const result = await client.query({ query, format: "JSONEachRow", abort_signal: signal });
+      try {
+        for await (const rows of result.stream()) {
+          for (const row of rows) yield row.json<T>();
+        }
+      } finally {
+        result.close();
+      }
+    },
+
+    async command(query, signal) {
+      await client.command({ query, abort_signal: signal });
+    },
+
+    async insert(table, rows) {
+      if (rows.length === 0) return;
+      await client.insert({ table, values: rows as object[], format: "JSONEachRow" });
+    },
+  };
+}

@@ -1,0 +1,134 @@
+import { create } from "@bufbuild/protobuf";
+import RE2 from "re2";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { LogLineSchema, LogUsageRequestSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import { defaultLimits } from "../../src/limits.js";
+import { re2Flags } from "../../src/query/read-plan.js";
+import { planUsage } from "../../src/query/usage-plan.js";
+import { Code } from "../../src/reqlog-error.js";
+import { type ClickHouseBackend, openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
+import { clickhouseRegex } from "../../src/store/clickhouse/clickhouse-regex.js";
+import { sqlString } from "../../src/store/clickhouse/sql-literal.js";
+import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
+import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { describeStoreContract } from "./contract.js";
+
+// Starting ClickHouse may first install it (apt-get): minutes on a fresh machine. Every
+// write is a round trip to ClickHouse: the property tests (a hundred runs of writes and
+// pages each) take longer than the 30 s the SQLite suite fits in.
+vi.setConfig({ hookTimeout: 600_000, testTimeout: 120_000 });
+
+// One ClickHouse server for the file, on loopback with a folder of its own, in memory:
+// every tiny insert of a test writes a part of a file per column.
+let server: ClickHouseServer;
+beforeAll(async () => {
+  server = await startClickHouse({ name: "reqlog-contract-clickhouse-", inMemory: true });
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+let databases = 0;
+
+// A database of its own per test, as `reqlog serve --store clickhouse` opens one.
+describeStoreContract("ClickHouse (one node)", async (now) => {
+  const database = `reqlog_contract_${process.pid}_${++databases}`;
+  const open = () => openClickHouseBackend({ url: server.url, database, now });
+  let backend: ClickHouseBackend = await open();
+  return {
+    get backend() {
+      return backend;
+    },
+    async reopen() {
+      await backend.close();
+      backend = await open();
+    },
+    async cleanup() {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    },
+  };
+});
+
+describe("ClickHouse's match() with the patterns the store gives it", () => {
+  /** Patterns users write in Reads (and those that once differed), and lines to try them on. */
+  const patterns = [
+    '" 40[13] ', "^dl\\.", "forge", 'q=\\\\"x', '"GET /api/v1/repos/alice/app" 200 ', '"-"$', "(a+)+$", '" 50\\d ', "custom line",
+    "a.b", "a.*b", ".{3}", "^.$", "(?s)a.b", "(?m)^b", "(?i)get", "(?i)é", "(?i)ა", "(?i)xა", "é.z", "tést", "\\x{e9}", "\\u00e9",
+    "\\cJ", "(?<name>b)", "\\d+", "\\w+@", "[^a]", "\\bword\\b", "\\Qa.b\\E", "(foo|bar)baz", "foo|bar", "ab|", "", "a{0}b",
+    "ab?c", "ab*c", "a+?b", "\\(x\\)", "a\\|b", "[[:digit:]]+", "HTTP/1\\.[01]", "(\\d{1,3}\\.){3}\\d{1,3}", "Mozilla/5\\.0 \\(",
+  ];
+  const lines = [
+    "", "a", "ab", "abc", "abbc", "ac", "a.b", "axb", "a\nb", "b\nx", "aéb", "é", "É", "tést", "TÉST", "Ა", "xᲐ", "ა", "foo",
+    "foobaz", "barbaz", "a word here", "swordfish", "a|b", "(x)", "\n", "q=\\\"x", "dl.forge.example", "forge.example",
+    "GET / x", "user@host", "٣", "HTTP/1.0", "1.2.3.4", "Mozilla/5.0 (X11)", "custom line of 7 words here",
+    '192.0.2.1 - - [18/Nov/2026:11:06:40 +0000] "GET /api/v1/repos/alice/app" 200 0 "-" "-"',
+    '1.2.3.4 - - [x] "POST /x HTTP/1.1" 401 5 "-" "Mozilla/5.0 (X11)"', '"GET /a" 503 ',
+  ];
+
+  it("matches exactly what the re2 package matches", async () => {
+    const disagree: string[] = [];
+    for (const pattern of patterns) {
+      const re = new RE2(pattern, re2Flags);
+      const expr = lines.map((line) => `match(${sqlString(line)}, ${sqlString(clickhouseRegex(pattern, "combined_log_regex"))})`);
+      const result = await server.client.query({ query: `SELECT [${expr.join(", ")}] AS m`, format: "JSONEachRow" });
+      const [{ m }] = (await result.json()) as { m: number[] }[];
+      lines.forEach((line, i) => {
+        if ((m![i] === 1) !== re.test(line)) disagree.push(`${JSON.stringify(pattern)} on ${JSON.stringify(line)}`);
+      });
+    }
+    expect(disagree).toEqual([]);
+  });
+
+  it("refuses Unicode classes, whose tables differ between RE2 builds, with INVALID_ARGUMENT", () => {
+    for (const pattern of ["\\pL", "\\p{Greek}", "[\\PN]", "x\\P{Lu}"]) {
+      expect(() => clickhouseRegex(pattern, "host_regex")).toThrow(
+        expect.objectContaining({ code: Code.INVALID_ARGUMENT, message: expect.stringMatching(/^host_regex uses a Unicode class/) }),
+      );
+    }
+    expect(clickhouseRegex("\\\\pL", "host_regex")).toBe("(?-s:\\\\pL)"); // an escaped backslash, then "pL"
+  });
+});
+
+describe("ClickHouse retention", () => {
+  const dayUs = 86_400_000_000n;
+  const signal = new AbortController().signal;
+  const prepared = (...logs: RequestLog[]) => logs.map((log) => prepareRequestLog(log, defaultLimits, "log"));
+  /** Rows stored, every version and tombstone counted (no FINAL): what is on disk. */
+  const storedRows = async (database: string, table: string) => {
+    const result = await server.client.query({ query: `SELECT count() AS n FROM ${database}.${table}`, format: "JSONEachRow" });
+    return Number(((await result.json()) as { n: string }[])[0]!.n);
+  };
+
+  it("drops a day of requests, with their lines and tombstones, once retention has expired all of it", async () => {
+    const database = `reqlog_retention_${process.pid}`;
+    let now = t0 - 3n * dayUs;
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => now });
+    try {
+      const line = create(LogLineSchema, { time: now, level: 1, logMessage: "old" });
+      await backend.store.write(prepared(
+        minimalLog({ requestId: rid("a"), startTime: now, endTime: now + 1n, line: [line] }),
+        minimalLog({ requestId: rid("b"), startTime: now, endTime: now + 2n }),
+      ), signal);
+      now = t0;
+      await backend.store.write(prepared(minimalLog({ requestId: rid("fresh"), endTime: t0 })), signal);
+
+      // One request of the old day left: the day stays.
+      expect(await backend.maintenance.expire(now - 3n * dayUs + 2n, 100, signal)).toBe(1);
+      await backend.maintenance.compact(now - dayUs, signal);
+      expect(await storedRows(database, "lines")).toBe(1);
+      expect((await backend.store.getRequests("forge", [rid("a"), rid("b")], signal)).map((r) => r.requestId)).toEqual([rid("b")]);
+
+      expect(await backend.maintenance.expire(now - dayUs, 100, signal)).toBe(1);
+      await backend.maintenance.compact(now - dayUs, signal);
+      expect(await storedRows(database, "lines")).toBe(0);
+      expect(await storedRows(database, "requests")).toBe(1); // "fresh", of today
+      const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
+      expect(usage.buckets.map((b) => b.requests)).toEqual([1]);
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
