@@ -4,6 +4,9 @@ import type { SyncMode } from "./store/sqlite/open-database.js";
 
 /** Everything `reqlog serve` is configured with; flags and REQLOG_* variables fill it. */
 export interface ServeConfig {
+  /** Where requests are kept: the embedded SQLite file (`db`), or ClickHouse (`clickhouse`). */
+  store: "sqlite" | "clickhouse";
+  clickhouse: ClickHouseConfig;
   listen: string;
   /** The HTTP port (Connect, gRPC-Web, gRPC, the dashboard, /metrics); undefined: off. */
   httpListen: string | undefined;
@@ -24,6 +27,15 @@ export interface ServeConfig {
   limits: Limits;
 }
 
+export interface ClickHouseConfig {
+  /** Its HTTP interface, e.g. http://127.0.0.1:8123. */
+  url: string;
+  /** The database, created and migrated on start. */
+  database: string;
+  user?: string;
+  password?: string;
+}
+
 export interface TlsFiles {
   cert?: string;
   key?: string;
@@ -32,6 +44,9 @@ export interface TlsFiles {
 }
 
 export const serveDefaults = {
+  store: "sqlite" as const,
+  clickhouseUrl: "http://127.0.0.1:8123",
+  clickhouseDatabase: "reqlog",
   listen: "127.0.0.1:50051",
   httpListen: "127.0.0.1:8080",
   db: "reqlog.db",

@@ -48,7 +48,27 @@ const serveCommand = program
       .argParser(arg(parseHttpListen, "--http-listen")),
   )
   .addOption(new Option("--no-metrics", "do not serve /metrics on the HTTP port").env("REQLOG_NO_METRICS"))
+  .addOption(
+    new Option("--store <kind>", "where requests are kept: the embedded SQLite file (--db) or ClickHouse")
+      .choices(["sqlite", "clickhouse"])
+      .env("REQLOG_STORE")
+      .default(serveDefaults.store),
+  )
   .addOption(new Option("--db <path>", "SQLite database file (created if missing)").env("REQLOG_DB").default(serveDefaults.db))
+  .addOption(
+    new Option("--clickhouse-url <url>", "ClickHouse's HTTP interface (--store clickhouse)")
+      .env("REQLOG_CLICKHOUSE_URL")
+      .default(serveDefaults.clickhouseUrl),
+  )
+  .addOption(
+    new Option("--clickhouse-database <name>", "ClickHouse database, created and migrated on start")
+      .env("REQLOG_CLICKHOUSE_DATABASE")
+      .default(serveDefaults.clickhouseDatabase),
+  )
+  .addOption(new Option("--clickhouse-user <user>", "ClickHouse user").env("REQLOG_CLICKHOUSE_USER"))
+  .addOption(
+    new Option("--clickhouse-password <password>", "ClickHouse password (prefer the variable)").env("REQLOG_CLICKHOUSE_PASSWORD"),
+  )
   .addOption(
     new Option("--sync <mode>", "full: acknowledged writes survive power loss; normal: a process crash")
       .choices(["full", "normal"])
@@ -101,6 +121,13 @@ for (const name of limitNames) {
 serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
+    store: opts.store as "sqlite" | "clickhouse",
+    clickhouse: {
+      url: opts.clickhouseUrl as string,
+      database: opts.clickhouseDatabase as string,
+      user: opts.clickhouseUser as string | undefined,
+      password: opts.clickhousePassword as string | undefined,
+    },
     listen: opts.listen as string,
     httpListen: opts.httpListen === "off" ? undefined : (opts.httpListen as string),
     metrics: opts.metrics !== false,

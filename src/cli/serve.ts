@@ -5,18 +5,27 @@ import { dashboardPages } from "../http/dashboard-pages.js";
 import { createLogger } from "../logger.js";
 import { startReqlogServer } from "../reqlog-server.js";
 import { startHousekeeping } from "../store/housekeeping.js";
+import { openClickHouseBackend } from "../store/clickhouse/clickhouse-backend.js";
 import { openSqliteBackend } from "../store/sqlite/sqlite-backend.js";
+import type { Backend } from "../store/store.js";
+
+/** The backend `--store` names: the SQLite file, or a ClickHouse database (created and migrated if needed). */
+function openBackend(config: ServeConfig): Promise<Backend> {
+  if (config.store === "clickhouse") {
+    const { url, database } = config.clickhouse;
+    return openClickHouseBackend({ ...config.clickhouse, now: systemClock }).catch((err: unknown) => {
+      const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : "";
+      throw new Error(`cannot open the ClickHouse store ${url}, database ${database}: ${(err as Error).message}${cause}`, { cause: err });
+    });
+  }
+  return Promise.resolve(openSqliteBackend({ path: config.db, sync: config.sync, readWorkers: config.readWorkers, now: systemClock }));
+}
 
 /** `reqlog serve`: open the backend, serve until SIGTERM/SIGINT, then shut down gracefully. */
 export async function serve(config: ServeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
   const credentials = serverCredentials(config.tls);
-  const backend = openSqliteBackend({
-    path: config.db,
-    sync: config.sync,
-    readWorkers: config.readWorkers,
-    now: systemClock,
-  });
+  const backend = await openBackend(config);
   const tokensConfigured = await backend.tokens.anyActive();
   const remote = [config.listen, config.httpListen].find((listen) => listen !== undefined && !isLoopback(listen));
   if (remote !== undefined && !tokensConfigured) {
@@ -24,7 +33,9 @@ export async function serve(config: ServeConfig): Promise<void> {
       await backend.close();
       throw new Error(
         `refusing to listen on ${remote}: a non-loopback address needs access tokens ` +
-          `(create one with: reqlog token create --db ${config.db} --scope write:logs); ` +
+          (config.store === "sqlite"
+            ? `(create one with: reqlog token create --db ${config.db} --scope write:logs); `
+            : "(the token commands manage SQLite stores only, so far); ") +
           "listen on 127.0.0.1, or pass --allow-remote-without-auth to serve anyone who can connect",
       );
     }
@@ -80,7 +91,8 @@ export async function serve(config: ServeConfig): Promise<void> {
     {
       address: server.grpc.address,
       http: server.http?.address ?? "off",
-      db: config.db,
+      store: config.store === "clickhouse" ? `clickhouse ${config.clickhouse.url}/${config.clickhouse.database}` : "sqlite",
+      db: config.store === "sqlite" ? config.db : undefined,
       sync: config.sync,
       retentionMs: config.retentionMs,
       tls: config.tls.cert !== undefined,

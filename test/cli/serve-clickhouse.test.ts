@@ -1,0 +1,96 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UserAppLogGroupSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { runCli, startChildServer } from "../../bench/harness/child-server.js";
+import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { createTestClient } from "../helpers/test-client.js";
+
+let clickhouse: ClickHouseServer;
+beforeAll(async () => {
+  clickhouse = await startClickHouse({ name: "reqlog-serve-clickhouse-", inMemory: true });
+});
+afterAll(async () => {
+  await clickhouse?.stop();
+});
+
+const ids = (logs: { requestId: Uint8Array }[]) => logs.map((l) => new TextDecoder().decode(l.requestId));
+
+describe("reqlog serve --store clickhouse", () => {
+  it("answers the RPCs as on SQLite: Write, Flush, Read with paging and regex, Usage, Tail, SetStatus/ListStatus", async () => {
+    const database = `reqlog_serve_${process.pid}`;
+    const server = await startChildServer(
+      ["--listen", "127.0.0.1:0", "--store", "clickhouse", "--clickhouse-database", database],
+      { REQLOG_CLICKHOUSE_URL: clickhouse.url },
+    );
+    expect(server.stderr()).toContain(`"store":"clickhouse ${clickhouse.url}/${database}"`);
+    const client = createTestClient({ server: server.address });
+    try {
+      const written = await client.write({
+        log: ["a", "b", "c"].map((id, i) =>
+          minimalLog({ requestId: rid(id), endTime: t0 + BigInt(i + 1) * 1000n, status: i === 1 ? 503 : 200 }),
+        ),
+      });
+      expect(written).toMatchObject({ records: 3, lines: 0 });
+      const logs = toBinary(
+        UserAppLogGroupSchema,
+        create(UserAppLogGroupSchema, { logLine: [{ timestampUsec: t0 + 10n, level: 3n, message: "disk quota exceeded" }] }),
+      );
+      await client.flush({ logs }, { headers: { "reqlog-app-id": "forge", "reqlog-version-id": "v1", "reqlog-request-id": "a" } });
+
+      const first = await client.read({ appId: "forge", count: 2n, includeAppLogs: true });
+      expect(ids(first.log)).toEqual(["c", "b"]);
+      const next = await client.read({ appId: "forge", count: 2n, includeAppLogs: true, offset: first.offset });
+      expect(ids(next.log)).toEqual(["a"]);
+      expect(next.log[0]!.line.map((l) => l.logMessage)).toEqual(["disk quota exceeded"]);
+      expect(ids((await client.read({ appId: "forge", combinedLogRegex: '" 503 ' })).log)).toEqual(["b"]);
+      expect((await client.usage({ appId: "forge" })).summary).toMatchObject({ count: 3n, records: 1 });
+
+      // A Tail is in place once its response headers arrive: a write after that is delivered.
+      const controller = new AbortController();
+      let inPlace!: () => void;
+      const subscribed = new Promise<void>((resolve) => (inPlace = resolve));
+      const seen: string[] = [];
+      const following = (async () => {
+        try {
+          for await (const page of client.tail({ appId: "forge" }, { signal: controller.signal, onHeader: () => inPlace() })) {
+            seen.push(...ids(page.log));
+            if (seen.includes("d")) controller.abort();
+          }
+        } catch (err) {
+          if (!controller.signal.aborted) throw err;
+        }
+      })();
+      await subscribed;
+      await client.write({ log: [minimalLog({ requestId: rid("d"), endTime: t0 + 9000n })] });
+      await following;
+      expect(seen).toEqual(["d"]);
+
+      await client.setStatus(
+        { status: "serving" },
+        { headers: { "reqlog-app-id": "forge", "reqlog-version-id": "v1", "reqlog-instance-id": "web-1" } },
+      );
+      const statuses = await client.listStatus({ appId: "forge" });
+      expect(statuses.status.map((s) => [s.instanceId, s.status])).toEqual([["web-1", "serving"]]);
+    } finally {
+      client.close();
+      expect(await server.stop()).toEqual({ code: 0, signal: null });
+    }
+  });
+
+  it("stops with a clear error when ClickHouse cannot be reached", async () => {
+    const { code, stderr } = await runCli([
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--http-listen",
+      "off",
+      "--store",
+      "clickhouse",
+      "--clickhouse-url",
+      "http://127.0.0.1:1",
+    ]);
+    expect(code).not.toBe(0);
+    expect(stderr).toMatch(/^reqlog: cannot open the ClickHouse store http:\/\/127\.0\.0\.1:1, database reqlog: /m);
+  });
+});
