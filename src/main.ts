@@ -23,6 +23,22 @@ function arg<T>(parse: (text: string, what: string) => T, what: string) {
   };
 }
 
+/**
+ * A serve flag with a value: its REQLOG_* variable, its default (shown as
+ * `defaultText` when given) and a parser whose errors name the flag.
+ */
+function valueOption<T>(
+  flags: string,
+  description: string,
+  env: string,
+  parse: (text: string, what: string) => T,
+  defaultValue: unknown,
+  defaultText?: string,
+): Option {
+  const flag = flags.split(" ")[0]!;
+  return new Option(flags, description).env(env).default(defaultValue, defaultText).argParser(arg(parse, flag));
+}
+
 const version = (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string })
   .version;
 
@@ -36,16 +52,16 @@ const serveCommand = program
   .command("serve")
   .description("serve the LogService gRPC API on a SQLite database")
   .addOption(
-    new Option("--listen <host:port>", "address to serve on (port 0 picks a free one)")
-      .env("REQLOG_LISTEN")
-      .default(serveDefaults.listen)
-      .argParser(arg(parseListen, "--listen")),
+    valueOption("--listen <host:port>", "address to serve on (port 0 picks a free one)", "REQLOG_LISTEN", parseListen, serveDefaults.listen),
   )
   .addOption(
-    new Option("--http-listen <host:port|off>", "HTTP port: the API over Connect/JSON, gRPC-Web and gRPC; the dashboard; /metrics")
-      .env("REQLOG_HTTP_LISTEN")
-      .default(serveDefaults.httpListen)
-      .argParser(arg(parseHttpListen, "--http-listen")),
+    valueOption(
+      "--http-listen <host:port|off>",
+      "HTTP port: the API over Connect/JSON, gRPC-Web and gRPC; the dashboard; /metrics",
+      "REQLOG_HTTP_LISTEN",
+      parseHttpListen,
+      serveDefaults.httpListen,
+    ),
   )
   .addOption(new Option("--no-metrics", "do not serve /metrics on the HTTP port").env("REQLOG_NO_METRICS"))
   .addOption(
@@ -76,22 +92,33 @@ const serveCommand = program
       .default(serveDefaults.sync),
   )
   .addOption(
-    new Option("--shutdown-timeout <duration>", "how long in-flight calls may finish after SIGTERM")
-      .env("REQLOG_SHUTDOWN_TIMEOUT")
-      .default(parseDuration(serveDefaults.shutdownTimeout, "--shutdown-timeout"), serveDefaults.shutdownTimeout)
-      .argParser(arg(parseDuration, "--shutdown-timeout")),
+    valueOption(
+      "--shutdown-timeout <duration>",
+      "how long in-flight calls may finish after SIGTERM",
+      "REQLOG_SHUTDOWN_TIMEOUT",
+      parseDuration,
+      parseDuration(serveDefaults.shutdownTimeout, "--shutdown-timeout"),
+      serveDefaults.shutdownTimeout,
+    ),
   )
   .addOption(
-    new Option("--retention <duration>", "delete requests older than this (e.g. 30d); 0 keeps everything")
-      .env("REQLOG_RETENTION")
-      .default(0, serveDefaults.retention)
-      .argParser(arg(parseDuration, "--retention")),
+    valueOption(
+      "--retention <duration>",
+      "delete requests older than this (e.g. 30d); 0 keeps everything",
+      "REQLOG_RETENTION",
+      parseDuration,
+      0,
+      serveDefaults.retention,
+    ),
   )
   .addOption(
-    new Option("--read-workers <n>", "threads that run Reads beside the writer (0: Reads run on the main thread)")
-      .env("REQLOG_READ_WORKERS")
-      .default(serveDefaults.readWorkers)
-      .argParser(arg(parseCount, "--read-workers")),
+    valueOption(
+      "--read-workers <n>",
+      "threads that run Reads beside the writer (0: Reads run on the main thread)",
+      "REQLOG_READ_WORKERS",
+      parseCount,
+      serveDefaults.readWorkers,
+    ),
   )
   .addOption(
     new Option("--log-level <level>", "log level")
@@ -112,10 +139,13 @@ const serveCommand = program
   );
 for (const name of limitNames) {
   serveCommand.addOption(
-    new Option(`--${limitFlag(name)} <n>`, `limit: ${limitSpecs[name].description}`)
-      .env(limitEnv(name))
-      .default(limitSpecs[name].default)
-      .argParser(arg(parsePositiveInt, `--${limitFlag(name)}`)),
+    valueOption(
+      `--${limitFlag(name)} <n>`,
+      `limit: ${limitSpecs[name].description}`,
+      limitEnv(name),
+      parsePositiveInt,
+      limitSpecs[name].default,
+    ),
   );
 }
 serveCommand.action(async (opts: Record<string, unknown>) => {
@@ -178,16 +208,21 @@ program
     await readCommand(opts);
   });
 
-program
-  .command("usage")
-  .description("print storage usage per time bucket and version, with a chart of requests per bucket")
-  .addOption(serverOption())
-  .addOption(tokenOption())
-  .addOption(tlsOption())
-  .requiredOption("--app <id>", "app id")
-  .option("--version <id>", "version (repeatable; default all)", collect, [])
-  .option("--since <when>", "from: a duration back (15m, 2h, 7d) or a date/time (rounded down to the hour)")
-  .option("--until <when>", "to: a duration back or a date/time (rounded up to the hour)")
+/** A command that asks a server about one app's hourly rollups over a range (usage, stats). */
+function rollupCommand(name: string, description: string): Command {
+  return program
+    .command(name)
+    .description(description)
+    .addOption(serverOption())
+    .addOption(tokenOption())
+    .addOption(tlsOption())
+    .requiredOption("--app <id>", "app id")
+    .option("--version <id>", "version (repeatable; default all)", collect, [])
+    .option("--since <when>", "from: a duration back (15m, 2h, 7d) or a date/time (rounded down to the hour)")
+    .option("--until <when>", "to: a duration back or a date/time (rounded up to the hour)");
+}
+
+rollupCommand("usage", "print storage usage per time bucket and version, with a chart of requests per bucket")
   .addOption(new Option("--resolution <hours>", "hours per bucket (0: one bucket)").default(1).argParser(arg(parseCount, "--resolution")))
   .option("--combine", "merge the versions", false)
   .option("--versions-only", "list only the versions", false)
@@ -196,17 +231,8 @@ program
     await usageCommand(opts);
   });
 
-program
-  .command("stats")
-  .description("print requests, errors, bytes and latency percentiles per route and status class, and top lists")
-  .addOption(serverOption())
-  .addOption(tokenOption())
-  .addOption(tlsOption())
-  .requiredOption("--app <id>", "app id")
+rollupCommand("stats", "print requests, errors, bytes and latency percentiles per route and status class, and top lists")
   .option("--module <id>", "module (default: all; with --version: default)")
-  .option("--version <id>", "version (repeatable; default all)", collect, [])
-  .option("--since <when>", "from: a duration back (15m, 2h, 7d) or a date/time (rounded down to the hour)")
-  .option("--until <when>", "to: a duration back or a date/time (rounded up to the hour)")
   .addOption(new Option("--resolution <hours>", "hours per bucket (0: one bucket)").default(0).argParser(arg(parseCount, "--resolution")))
   .option("--per-version", "a row per version", false)
   .option("--status-class <class>", "only this status class: 1xx … 5xx, or other (repeatable)", collect, [])
