@@ -58,6 +58,11 @@ export function createMetrics(sources: MetricSources): ReqlogMetrics {
     help: "App log lines stored by Write, Ingest and Flush.",
     registers: [registry],
   });
+  const rowsScanned = new Counter({
+    name: "reqlog_read_rows_scanned_total",
+    help: "Rows Read scans examined (on backends that count them).",
+    registers: [registry],
+  });
   const recordsRead = new Counter({
     name: "reqlog_read_records_total",
     help: "Request records returned by Read.",
@@ -119,6 +124,7 @@ export function createMetrics(sources: MetricSources): ReqlogMetrics {
         async read(plan, signal) {
           const result = await store.read(plan, signal);
           recordsRead.inc(result.records.length);
+          rowsScanned.inc(result.scanned ?? 0);
           return result;
         },
       };

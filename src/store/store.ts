@@ -83,6 +83,8 @@ export interface ReadResult {
   next?: Cursor;
   /** Sort time of the last record examined. */
   lastSortTime?: bigint;
+  /** Rows the scan examined, when the backend counts them (for metrics). */
+  scanned?: number;
 }
 
 export interface ChangesResult {

@@ -141,6 +141,7 @@ describe("the HTTP port", () => {
         .find((l) => l.startsWith("grpc_server_handled_total{") && l.includes('grpc_method="Read"') && l.includes(`transport="${transport}"`) && l.includes(`grpc_code="${code}"`));
       return line ? Number(line.split(" ").pop()) : 0;
     };
+    await ts.write(minimalLog({ requestId: rid("m1"), endTime: t0 + 1n }), minimalLog({ requestId: rid("m2"), endTime: t0 + 2n }));
     const before = await metrics();
     await ts.read();
     await ts.read();
@@ -150,6 +151,8 @@ describe("the HTTP port", () => {
     expect(count(after, "grpc", "OK") - count(before, "grpc", "OK")).toBe(2);
     expect(count(after, "http", "OK") - count(before, "http", "OK")).toBe(1);
     expect(count(after, "http", "INVALID_ARGUMENT") - count(before, "http", "INVALID_ARGUMENT")).toBe(1);
+    const scanned = (text: string) => Number(/^reqlog_read_rows_scanned_total (\d+)$/m.exec(text)![1]);
+    expect(scanned(after) - scanned(before)).toBe(3 * 2); // three Reads answered, each scanned both records
     expect(after).toMatch(/^reqlog_tails_open 0$/m);
     expect(after).toMatch(/^reqlog_store_bytes [1-9][0-9]*$/m);
     expect(after).toMatch(/^process_cpu_user_seconds_total /m);

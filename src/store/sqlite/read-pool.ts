@@ -85,6 +85,7 @@ export function createReadPool(path: string, size: number): ReadPool {
         records: reply.records.map((r) => ({ log: fromBinary(RequestLogSchema, r.bytes), cursor: r.cursor })),
         next: reply.next,
         lastSortTime: reply.lastSortTime,
+        scanned: reply.scanned,
       };
     },
     get threads() {

@@ -25,6 +25,7 @@ export type ReadTaskResult =
       records: { bytes: Uint8Array; cursor: Uint8Array }[];
       next?: Uint8Array;
       lastSortTime?: bigint;
+      scanned?: number;
       cancelled?: boolean;
     }
   | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
@@ -43,6 +44,7 @@ export default function read({ plan, cancel }: ReadTask): ReadTaskResult {
       records: result.records.map((r) => ({ bytes: toBinary(RequestLogSchema, r.log), cursor: r.cursor })),
       next: result.next,
       lastSortTime: result.lastSortTime,
+      scanned: result.scanned,
       cancelled: result.cancelled,
     };
   } catch (err) {

@@ -82,6 +82,10 @@ export function createScanBudget(db: Database.Database) {
         });
       }
     },
+    /** Rows the running (or last) scan examined. */
+    get examined(): number {
+      return state.examined;
+    },
     /** Whether the running scan has used up its budget (or was cancelled). */
     get spent(): boolean {
       return state.spent;

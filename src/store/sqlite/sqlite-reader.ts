@@ -30,7 +30,7 @@ export function createSqliteReader(db: Database.Database) {
     /** One Read page; `cancel` (set to 1 by another thread) stops the scan as a spent budget would. */
     read(plan: ReadPlan, cancel?: Int32Array): ReadOutcome {
       return budget.run(plan, cancel, () => {
-        const result = paging.read(appKey(plan.appId), plan);
+        const result = { ...paging.read(appKey(plan.appId), plan), scanned: budget.examined };
         return budget.cancelled ? { ...result, cancelled: true } : result;
       });
     },
