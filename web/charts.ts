@@ -21,8 +21,6 @@ export interface ChartSpec {
   bucketHours: number;
   /** A log scale (latencies, whose percentiles lie orders of magnitude apart). */
   log?: boolean;
-  /** How the right axis reads, when a series is on it. */
-  formatRight?: (value: number) => string;
 }
 
 export const palette = {
@@ -95,14 +93,14 @@ export function renderChart(target: HTMLElement, spec: ChartSpec, height = 190):
           scale: s.right ? "right" : "y",
           fill: spec.series.length === 1 ? `${s.color}1f` : undefined,
           points: { show: spec.x.length <= 36, size: 4 },
-          value: (_u, v) => (v === null ? "" : (s.right && spec.formatRight ? spec.formatRight : spec.format)(v)),
+          value: (_u, v) => (v === null ? "" : spec.format(v)),
         }),
       ),
     ],
     axes: [
       { ...axis, size: 40, values: (_u, splits) => timeTicks(splits) },
       { ...axis, size: 64, values: (_u, splits) => splits.map((v) => spec.format(v)), ...(spec.log ? { splits: logSplits } : {}) },
-      ...(right ? [{ ...axis, side: 1, scale: "right", size: 64, grid: { show: false }, values: (_u: uPlot, splits: number[]) => splits.map((v) => (spec.formatRight ?? spec.format)(v)) }] : []),
+      ...(right ? [{ ...axis, side: 1, scale: "right", size: 64, grid: { show: false }, values: (_u: uPlot, splits: number[]) => splits.map((v) => spec.format(v)) }] : []),
     ],
   };
   const chart = new uPlot(options, [spec.x, ...spec.series.map((s) => s.values)], target);

@@ -29,7 +29,7 @@ export function formatBytes(n: number | bigint): string {
     value /= 1000;
     unit++;
   }
-  return unit === 0 ? `${value} B` : `${formatRate(value)} ${byteUnits[unit]}`;
+  return `${formatRate(value)} ${byteUnits[unit]}`;
 }
 
 /** A latency in microseconds: "850 µs", "12.3 ms", "4.56 s". */

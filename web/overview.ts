@@ -166,8 +166,7 @@ function chartCards(range: HourRange): ChartCard[] {
           { label: "sent", color: palette.blue, values: perSecond(s.bytesSent, seconds) },
           { label: "stored (right)", color: palette.gray, values: perSecond(u.bytes, seconds), dash: [4, 3], right: true },
         ],
-        format: (v) => `${formatBytes(Math.round(v))}/s`,
-        formatRight: (v) => `${formatBytes(Math.round(v))}/s`,
+        format: (v) => `${formatBytes(v)}/s`,
       }),
     },
     {

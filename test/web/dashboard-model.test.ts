@@ -8,6 +8,7 @@ import {
   StatsRecordSchema,
   StatsResponseSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
+import { formatBytes } from "../../web/format.js";
 import { routeRegex } from "../../web/route-regex.js";
 import { statsSeries, usageSeries } from "../../web/series.js";
 import { bucketStarts, hourRange, pickResolution, rangeSeconds } from "../../web/time-range.js";
@@ -116,5 +117,18 @@ describe("a route's search regex", () => {
     expect(new RE2(routeRegex("/a.b/(x)")!).test(line("GET /a.b/(x) HTTP/1.1"))).toBe(true);
     expect(new RE2(routeRegex("/a.b/(x)")!).test(line("GET /aXb/(x) HTTP/1.1"))).toBe(false);
     expect(routeRegex("main-handler")).toBeUndefined();
+  });
+});
+
+describe("the dashboard's byte figures", () => {
+  it("keep fractions below a byte (axis ticks of a quiet hour) and three digits above, in powers of 1000", () => {
+    expect([0, 0.25, 0.5, 0.75, 1, 153, 999].map(formatBytes)).toEqual(["0 B", "0.25 B", "0.5 B", "0.75 B", "1 B", "153 B", "999 B"]);
+    expect([1000, 1234, 94_200, 8_140_000_000, 9_007_199_254_740_993n].map(formatBytes)).toEqual([
+      "1 KB",
+      "1.23 KB",
+      "94.2 KB",
+      "8.14 GB",
+      "9.01 PB",
+    ]);
   });
 });
