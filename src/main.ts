@@ -11,6 +11,7 @@ import { type UsageOptions, usageCommand } from "./cli/usage.js";
 import { parseCount, parseDuration, parseHttpListen, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
+import type { StoreChoice } from "./cli/open-backend.js";
 
 /** Wraps a parser so commander reports its message as an invalid argument. */
 function arg<T>(parse: (text: string, what: string) => T, what: string) {
@@ -48,6 +49,46 @@ const program = new Command("reqlog")
   // `reqlog --version` only before a command: after one, --version is the command's (read, usage, stats).
   .enablePositionalOptions();
 
+/** The flags that choose a store (serve and the token commands share them), with their REQLOG_* variables. */
+function storeOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option("--store <kind>", "where requests are kept: the embedded SQLite file (--db) or ClickHouse")
+        .choices(["sqlite", "clickhouse"])
+        .env("REQLOG_STORE")
+        .default(serveDefaults.store),
+    )
+    .addOption(new Option("--db <path>", "SQLite database file (created if missing)").env("REQLOG_DB").default(serveDefaults.db))
+    .addOption(
+      new Option("--clickhouse-url <url>", "ClickHouse's HTTP interface (--store clickhouse)")
+        .env("REQLOG_CLICKHOUSE_URL")
+        .default(serveDefaults.clickhouseUrl),
+    )
+    .addOption(
+      new Option("--clickhouse-database <name>", "ClickHouse database, created and migrated on start")
+        .env("REQLOG_CLICKHOUSE_DATABASE")
+        .default(serveDefaults.clickhouseDatabase),
+    )
+    .addOption(new Option("--clickhouse-user <user>", "ClickHouse user").env("REQLOG_CLICKHOUSE_USER"))
+    .addOption(
+      new Option("--clickhouse-password <password>", "ClickHouse password (prefer the variable)").env("REQLOG_CLICKHOUSE_PASSWORD"),
+    );
+}
+
+/** The store a command's parsed flags choose. */
+function storeChoice(opts: Record<string, unknown>): StoreChoice {
+  return {
+    store: opts.store as "sqlite" | "clickhouse",
+    db: opts.db as string,
+    clickhouse: {
+      url: opts.clickhouseUrl as string,
+      database: opts.clickhouseDatabase as string,
+      user: opts.clickhouseUser as string | undefined,
+      password: opts.clickhousePassword as string | undefined,
+    },
+  };
+}
+
 const serveCommand = program
   .command("serve")
   .description("serve the LogService gRPC API on a SQLite database")
@@ -64,27 +105,6 @@ const serveCommand = program
     ),
   )
   .addOption(new Option("--no-metrics", "do not serve /metrics on the HTTP port").env("REQLOG_NO_METRICS"))
-  .addOption(
-    new Option("--store <kind>", "where requests are kept: the embedded SQLite file (--db) or ClickHouse")
-      .choices(["sqlite", "clickhouse"])
-      .env("REQLOG_STORE")
-      .default(serveDefaults.store),
-  )
-  .addOption(new Option("--db <path>", "SQLite database file (created if missing)").env("REQLOG_DB").default(serveDefaults.db))
-  .addOption(
-    new Option("--clickhouse-url <url>", "ClickHouse's HTTP interface (--store clickhouse)")
-      .env("REQLOG_CLICKHOUSE_URL")
-      .default(serveDefaults.clickhouseUrl),
-  )
-  .addOption(
-    new Option("--clickhouse-database <name>", "ClickHouse database, created and migrated on start")
-      .env("REQLOG_CLICKHOUSE_DATABASE")
-      .default(serveDefaults.clickhouseDatabase),
-  )
-  .addOption(new Option("--clickhouse-user <user>", "ClickHouse user").env("REQLOG_CLICKHOUSE_USER"))
-  .addOption(
-    new Option("--clickhouse-password <password>", "ClickHouse password (prefer the variable)").env("REQLOG_CLICKHOUSE_PASSWORD"),
-  )
   .addOption(
     new Option("--sync <mode>", "full: acknowledged writes survive power loss; normal: a process crash")
       .choices(["full", "normal"])
@@ -148,20 +168,14 @@ for (const name of limitNames) {
     ),
   );
 }
+storeOptions(serveCommand);
 serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
-    store: opts.store as "sqlite" | "clickhouse",
-    clickhouse: {
-      url: opts.clickhouseUrl as string,
-      database: opts.clickhouseDatabase as string,
-      user: opts.clickhouseUser as string | undefined,
-      password: opts.clickhousePassword as string | undefined,
-    },
+    ...storeChoice(opts),
     listen: opts.listen as string,
     httpListen: opts.httpListen === "off" ? undefined : (opts.httpListen as string),
     metrics: opts.metrics !== false,
-    db: opts.db as string,
     sync: opts.sync as "full" | "normal",
     shutdownTimeoutMs: opts.shutdownTimeout as number,
     logLevel: opts.logLevel as string,
@@ -244,31 +258,24 @@ rollupCommand("stats", "print requests, errors, bytes and latency percentiles pe
   });
 
 const token = program.command("token").description("manage access tokens (kept as hashes in the database)");
-const dbOption = () => new Option("--db <path>", "SQLite database file").env("REQLOG_DB").default(serveDefaults.db);
-token
-  .command("create")
+storeOptions(token.command("create"))
   .description("create a token and print it (only this once)")
-  .addOption(dbOption())
   .option("--scope <scope>", "read:logs, write:logs or admin (repeatable)", collect, [])
   .option("--app <id>", "limit the token to this app (repeatable; default every app)", collect, [])
   .option("--name <text>", "a name to recognise it by in `token list`")
-  .action(async (opts: { db: string; scope: string[]; app: string[]; name?: string }) => {
-    process.stdout.write(`${await createTokenCommand(opts)}\n`);
+  .action(async (opts: Record<string, unknown> & { scope: string[]; app: string[]; name?: string }) => {
+    process.stdout.write(`${await createTokenCommand({ ...opts, ...storeChoice(opts) })}\n`);
   });
-token
-  .command("list")
+storeOptions(token.command("list"))
   .description("list tokens (never the tokens themselves)")
-  .addOption(dbOption())
-  .action(async (opts: { db: string }) => {
-    process.stdout.write(`${await listTokensCommand(opts)}\n`);
+  .action(async (opts: Record<string, unknown>) => {
+    process.stdout.write(`${await listTokensCommand(storeChoice(opts))}\n`);
   });
-token
-  .command("revoke")
+storeOptions(token.command("revoke"))
   .description("revoke a token by its id")
-  .addOption(dbOption())
   .argument("<id>", "the token's id, from `token list`", arg(parsePositiveInt, "id"))
-  .action(async (id: number, opts: { db: string }) => {
-    process.stdout.write(`${await revokeTokenCommand(opts, id)}\n`);
+  .action(async (id: number, opts: Record<string, unknown>) => {
+    process.stdout.write(`${await revokeTokenCommand(storeChoice(opts), id)}\n`);
   });
 
 program

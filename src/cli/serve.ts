@@ -5,21 +5,7 @@ import { dashboardPages } from "../http/dashboard-pages.js";
 import { createLogger } from "../logger.js";
 import { startReqlogServer } from "../reqlog-server.js";
 import { startHousekeeping } from "../store/housekeeping.js";
-import { openClickHouseBackend } from "../store/clickhouse/clickhouse-backend.js";
-import { openSqliteBackend } from "../store/sqlite/sqlite-backend.js";
-import type { Backend } from "../store/store.js";
-
-/** The backend `--store` names: the SQLite file, or a ClickHouse database (created and migrated if needed). */
-function openBackend(config: ServeConfig): Promise<Backend> {
-  if (config.store === "clickhouse") {
-    const { url, database } = config.clickhouse;
-    return openClickHouseBackend({ ...config.clickhouse, now: systemClock }).catch((err: unknown) => {
-      const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : "";
-      throw new Error(`cannot open the ClickHouse store ${url}, database ${database}: ${(err as Error).message}${cause}`, { cause: err });
-    });
-  }
-  return Promise.resolve(openSqliteBackend({ path: config.db, sync: config.sync, readWorkers: config.readWorkers, now: systemClock }));
-}
+import { openBackend, storeFlags } from "./open-backend.js";
 
 /** `reqlog serve`: open the backend, serve until SIGTERM/SIGINT, then shut down gracefully. */
 export async function serve(config: ServeConfig): Promise<void> {
@@ -33,9 +19,7 @@ export async function serve(config: ServeConfig): Promise<void> {
       await backend.close();
       throw new Error(
         `refusing to listen on ${remote}: a non-loopback address needs access tokens ` +
-          (config.store === "sqlite"
-            ? `(create one with: reqlog token create --db ${config.db} --scope write:logs); `
-            : "(the token commands manage SQLite stores only, so far); ") +
+          `(create one with: reqlog token create ${storeFlags(config)} --scope write:logs); ` +
           "listen on 127.0.0.1, or pass --allow-remote-without-auth to serve anyone who can connect",
       );
     }

@@ -1,9 +1,9 @@
-import { openSqliteBackend } from "../store/sqlite/sqlite-backend.js";
 import { type Scope, scopes, type TokenInfo, type TokenStore } from "../store/store.js";
 import { checkIdentifier } from "../write/identifiers.js";
+import { openBackend, type StoreChoice } from "./open-backend.js";
 
-async function withTokens<T>(dbPath: string, work: (tokens: TokenStore) => Promise<T>): Promise<T> {
-  const backend = openSqliteBackend({ path: dbPath, readWorkers: 0 });
+async function withTokens<T>(choice: StoreChoice, work: (tokens: TokenStore) => Promise<T>): Promise<T> {
+  const backend = await openBackend({ ...choice, readWorkers: 0 });
   try {
     return await work(backend.tokens);
   } finally {
@@ -21,10 +21,10 @@ export function parseScopes(given: string[]): Scope[] {
 }
 
 /** `reqlog token create`: the new token alone on stdout (it is shown only this once). */
-export function createTokenCommand(options: { db: string; scope: string[]; app: string[]; name?: string }): Promise<string> {
+export function createTokenCommand(options: StoreChoice & { scope: string[]; app: string[]; name?: string }): Promise<string> {
   const chosen = parseScopes(options.scope);
   for (const app of options.app) checkIdentifier(app, "--app");
-  return withTokens(options.db, async (tokens) => {
+  return withTokens(options, async (tokens) => {
     const name = options.name ?? `${chosen.join("+")}${options.app.length ? ` for ${options.app.join(",")}` : ""}`;
     const apps = options.app.length > 0 ? options.app : undefined; // no --app: every app
     return (await tokens.create({ name, scopes: chosen, apps })).token;
@@ -44,8 +44,8 @@ function describe(t: TokenInfo): string {
 }
 
 /** `reqlog token list`: every token's id, state, scopes, apps, creation time and name (never the token). */
-export function listTokensCommand(options: { db: string }): Promise<string> {
-  return withTokens(options.db, async (tokens) => {
+export function listTokensCommand(options: StoreChoice): Promise<string> {
+  return withTokens(options, async (tokens) => {
     const all = await tokens.list();
     if (all.length === 0) return "no tokens: the server is open to anyone who can reach it (loopback only)";
     return ["  id  state    scopes                apps                  created               name", ...all.map(describe)].join("\n");
@@ -53,8 +53,8 @@ export function listTokensCommand(options: { db: string }): Promise<string> {
 }
 
 /** `reqlog token revoke ID`. */
-export function revokeTokenCommand(options: { db: string }, id: number): Promise<string> {
-  return withTokens(options.db, async (tokens) => {
+export function revokeTokenCommand(options: StoreChoice, id: number): Promise<string> {
+  return withTokens(options, async (tokens) => {
     if (!(await tokens.revoke(id))) throw new Error(`no active token with id ${id}`);
     return `revoked token ${id}`;
   });

@@ -48,26 +48,11 @@ export function createMetrics(sources: MetricSources): ReqlogMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [registry],
   });
-  const recordsWritten = new Counter({
-    name: "reqlog_records_written_total",
-    help: "Request records stored (new or updated) by Write and Ingest.",
-    registers: [registry],
-  });
-  const linesWritten = new Counter({
-    name: "reqlog_lines_written_total",
-    help: "App log lines stored by Write, Ingest and Flush.",
-    registers: [registry],
-  });
-  const rowsScanned = new Counter({
-    name: "reqlog_read_rows_scanned_total",
-    help: "Rows Read scans examined (on backends that count them).",
-    registers: [registry],
-  });
-  const recordsRead = new Counter({
-    name: "reqlog_read_records_total",
-    help: "Request records returned by Read.",
-    registers: [registry],
-  });
+  const counter = (name: string, help: string) => new Counter({ name, help, registers: [registry] });
+  const recordsWritten = counter("reqlog_records_written_total", "Request records stored (new or updated) by Write and Ingest.");
+  const linesWritten = counter("reqlog_lines_written_total", "App log lines stored by Write, Ingest and Flush.");
+  const rowsScanned = counter("reqlog_read_rows_scanned_total", "Rows Read scans examined (on backends that count them).");
+  const recordsRead = counter("reqlog_read_records_total", "Request records returned by Read.");
   new Gauge({
     name: "reqlog_tails_open",
     help: "Tail calls open now.",

@@ -4,7 +4,8 @@ import { UserAppLogGroupSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { runCli, startChildServer } from "../../bench/harness/child-server.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { createTestClient } from "../helpers/test-client.js";
+import { Code } from "../../src/reqlog-error.js";
+import { callError, createTestClient } from "../helpers/test-client.js";
 
 let clickhouse: ClickHouseServer;
 beforeAll(async () => {
@@ -76,6 +77,31 @@ describe("reqlog serve --store clickhouse", () => {
       client.close();
       expect(await server.stop()).toEqual({ code: 0, signal: null });
     }
+  });
+
+  it("manages tokens in the ClickHouse store: created, listed and asked for by a server on it", async () => {
+    const store = ["--store", "clickhouse", "--clickhouse-url", clickhouse.url, "--clickhouse-database", `reqlog_tokens_${process.pid}`];
+    const created = await runCli(["token", "create", ...store, "--scope", "read:logs", "--app", "forge", "--name", "dash"]);
+    expect(created.code).toBe(0);
+    const token = created.stdout.trim();
+    expect(token).toMatch(/^rql_[0-9a-f]{16}_/);
+    const listed = await runCli(["token", "list", ...store]);
+    expect(listed.stdout).toMatch(/^ {3}1 {2}active +read:logs +forge +\d{4}-\d\d-\d\dT[\d:]+Z +dash$/m);
+
+    const server = await startChildServer(["--listen", "127.0.0.1:0", ...store]);
+    expect(server.stderr()).toContain('"tokens":true');
+    const anonymous = createTestClient({ server: server.address });
+    const reader = createTestClient({ server: server.address, token });
+    try {
+      expect((await callError(anonymous.read({ appId: "forge" }))).code).toBe(Code.UNAUTHENTICATED);
+      expect((await reader.read({ appId: "forge" })).log).toEqual([]);
+      expect((await callError(reader.read({ appId: "other" }))).code).toBe(Code.PERMISSION_DENIED);
+    } finally {
+      anonymous.close();
+      reader.close();
+      expect(await server.stop()).toEqual({ code: 0, signal: null });
+    }
+    expect((await runCli(["token", "revoke", ...store, "1"])).stdout.trim()).toBe("revoked token 1");
   });
 
   it("stops with a clear error when ClickHouse cannot be reached", async () => {
