@@ -13,7 +13,6 @@ import { type CallMetadata, type OpenCall, openCall } from "../service/call-cont
 import { type CallObserver, noObserver } from "../service/call-outcome.js";
 import {
   type LogServiceCore,
-  type LogServiceHandlers,
   LogService,
   type MethodName,
   methodAccess,
@@ -116,10 +115,8 @@ async function* requestsOf<T>(call: ServerDuplexStream<Decoded<T>, unknown>): As
   for await (const message of call.iterator({ destroyOnReturn: false }) as AsyncIterable<Decoded<T>>) yield decoded(message);
 }
 
-/** The LogService calls being served, so that a shutdown knows when none is left. */
-export interface CallCounter {
-  /** Counts a call in; the function returned counts it out. */
-  enter(): () => void;
+/** A CallObserver that counts the calls being served, so that a shutdown knows when none is left. */
+export interface CallCounter extends CallObserver {
   /** Resolves once no call is being served. */
   idle(): Promise<void>;
 }
@@ -128,12 +125,9 @@ export function createCallCounter(): CallCounter {
   let active = 0;
   const waiters: (() => void)[] = [];
   return {
-    enter() {
+    start() {
       active++;
-      let left = false;
       return () => {
-        if (left) return;
-        left = true;
         if (--active === 0) for (const wake of waiters.splice(0)) wake();
       };
     },
@@ -150,34 +144,25 @@ export function createCallCounter(): CallCounter {
 export function grpcImplementation(
   core: LogServiceCore,
   logger: Logger,
-  calls: CallCounter = createCallCounter(),
   observer: CallObserver = noObserver,
 ): UntypedServiceImplementation {
   const implementation: UntypedServiceImplementation = {};
   for (const method of LogService.methods) {
     const name = method.localName as MethodName;
     const access = methodAccess[name];
-    /** Counts a call in (for shutdown and the observer); the function returned counts it out with its code. */
-    const begin = () => {
-      const leave = calls.enter();
-      const end = observer.start(method.parent.typeName, method.name, method.methodKind, "grpc");
-      return (code: Code) => {
-        leave();
-        end(code);
-      };
-    };
+    const begin = () => observer.start(method.parent.typeName, method.name, method.methodKind, "grpc");
     const open = (call: AnyCall, signal: AbortSignal, onReady?: () => void) =>
       openCall(core.auth, access, callMetadata(call.metadata), signal, onReady);
     let handle: UntypedHandleCall;
     switch (method.methodKind) {
       case "unary": {
-        const handler = core.handlers[name] as LogServiceHandlers["read"] as (req: unknown, ctx: never) => Promise<unknown>;
+        const handler = core.handlers[name] as unknown as (req: unknown, ctx: unknown) => Promise<unknown>;
         handle = (call: ServerUnaryCall<Decoded<unknown>, unknown>, callback: sendUnaryData<unknown>) => {
           const signal = cancellation(call);
           const finish = begin();
           (async () => {
             const opened = await open(call, signal);
-            const reply = await handler(decoded(call.request), opened.context as never);
+            const reply = await handler(decoded(call.request), opened.context);
             opened.assertAuthorized();
             return reply;
           })().then(

@@ -1,7 +1,7 @@
 import { type Server as GrpcServer, Server, ServerCredentials } from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import type { Logger } from "pino";
-import type { CallObserver } from "../service/call-outcome.js";
+import { allObservers, type CallObserver, noObserver } from "../service/call-outcome.js";
 import type { LogServiceCore } from "../service/log-service.js";
 import { LogService } from "../service/log-service.js";
 import { type CallCounter, createCallCounter, grpcImplementation } from "./adapters.js";
@@ -46,7 +46,7 @@ export async function startServer(core: LogServiceCore, options: ServerOptions):
     "grpc.max_receive_message_length": core.limits.maxMessageBytes * 2,
   });
   const calls = createCallCounter();
-  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger, calls, options.observer));
+  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger, allObservers(calls, options.observer ?? noObserver)));
   const health = new HealthImplementation(Object.fromEntries(healthNames.map((n) => [n, "SERVING"])));
   health.addToServer(server as unknown as Parameters<typeof health.addToServer>[0]);
   addReflection(server);

@@ -46,3 +46,15 @@ export interface CallObserver {
 }
 
 export const noObserver: CallObserver = { start: () => () => {} };
+
+/** One observer that tells each of `observers` of every call. */
+export function allObservers(...observers: CallObserver[]): CallObserver {
+  return {
+    start(service, method, kind, transport) {
+      const ends = observers.map((o) => o.start(service, method, kind, transport));
+      return (code) => {
+        for (const end of ends) end(code);
+      };
+    },
+  };
+}
