@@ -12,7 +12,9 @@ import { createSetStatusHandler } from "./set-status.js";
 import { createStatsHandler } from "./stats.js";
 import { createTailService } from "./tail.js";
 import { createUsageHandler } from "./usage.js";
+import type { OffsetCodec } from "../query/offset-codec.js";
 import { verifyUtf8 } from "../write/strict-utf8.js";
+import { lazyOffsetCodec } from "./offsets.js";
 import { createWriteHandler } from "./write.js";
 
 type Methods = (typeof LogService)["method"];
@@ -55,6 +57,12 @@ export interface ServiceDeps {
   auth: Authorizer;
 }
 
+/** ServiceDeps with what the service derives from them once, for every handler. */
+export interface HandlerDeps extends ServiceDeps {
+  /** The offset codec under the store's key (read once, on first use). */
+  offsets: () => Promise<OffsetCodec>;
+}
+
 /** The LogService, free of any transport: what a transport's edge serves. */
 export interface LogServiceCore {
   handlers: LogServiceHandlers;
@@ -64,9 +72,10 @@ export interface LogServiceCore {
   tails: { endAll(): void; open(): number };
 }
 
-export function createLogService(deps: ServiceDeps): LogServiceCore {
+export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
   // Text that is not UTF-8 is refused when a request decodes, on every transport.
   for (const method of LogService.methods) verifyUtf8(method.input);
+  const deps: HandlerDeps = { ...serviceDeps, offsets: lazyOffsetCodec(serviceDeps.store) };
   const tails = createTailService(deps);
   return {
     handlers: {

@@ -8,12 +8,10 @@ import {
 import { planRead } from "../query/read-plan.js";
 import type { Cursor } from "../store/store.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
-import { lazyOffsetCodec } from "./offsets.js";
+import type { HandlerDeps } from "./log-service.js";
 
 /** Read: request records newest first, one page, each with the offset that continues after it. */
-export function createReadHandler({ store, limits }: ServiceDeps): UnaryHandler<LogReadRequest, LogReadResponse> {
-  const offsetCodec = lazyOffsetCodec(store);
+export function createReadHandler({ store, limits, offsets: offsetCodec }: HandlerDeps): UnaryHandler<LogReadRequest, LogReadResponse> {
   return async (request, call) => {
     const offsets = await offsetCodec();
     const plan = planRead(request, limits, offsets);

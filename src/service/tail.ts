@@ -5,8 +5,7 @@ import { exceeded } from "../limits.js";
 import { planRead } from "../query/read-plan.js";
 import { ReqlogError } from "../reqlog-error.js";
 import type { ServerStreamHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
-import { lazyOffsetCodec } from "./offsets.js";
+import type { HandlerDeps } from "./log-service.js";
 
 /** Records examined per query while a tail catches up. */
 const batchSize = 256;
@@ -46,8 +45,7 @@ function createWaker(signal: AbortSignal) {
  * read, so a slow reader lags behind (reading from the store as it catches
  * up) instead of growing server memory.
  */
-export function createTailService({ store, limits }: ServiceDeps): TailService {
-  const offsetCodec = lazyOffsetCodec(store);
+export function createTailService({ store, limits, offsets: offsetCodec }: HandlerDeps): TailService {
   const open = new Set<AbortController>();
 
   async function* follow(request: LogReadRequest, call: Parameters<TailService["follow"]>[1]) {
