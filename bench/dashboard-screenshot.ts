@@ -23,7 +23,7 @@ import { createLogger } from "../src/logger.js";
 import { startReqlogServer } from "../src/reqlog-server.js";
 import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
 import { launchChromium } from "../test/helpers/browser.js";
-import { createRandom, forgeTraffic } from "./forge-traffic.js";
+import { createRandom, forgeTraffic, handlerRoute } from "./forge-traffic.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -65,17 +65,6 @@ function diurnalWarp(startSec: number, spanSec: number): (fraction: number) => n
   };
 }
 
-/** The route pattern a forge's router would write in url_map_entry, e.g. /api/v1/repos/{owner}/{repo}/commits. */
-function routeTemplate(resource: string): string {
-  return resource
-    .split("?")[0]!
-    .replace(/^\/api\/v1\/(repos|user\/starred)\/[^/]+\/[^/]+/, "/api/v1/$1/{owner}/{repo}")
-    .replace(/^\/api\/v1\/orgs\/[^/]+/, "/api/v1/orgs/{org}")
-    .replace(/\/compare\/.+$/, "/compare/{basehead}")
-    .replace(/\/raw\/[^/]+$/, "/raw/{filepath}")
-    .replace(/\/\d+(?=\/|$)/g, "/{id}");
-}
-
 const busyClients = ["10.20.0.11", "10.20.0.11", "10.20.0.11", "10.20.0.12", "10.20.0.12", "10.20.0.13", "172.16.4.20", "172.16.4.20", "192.0.2.44", "198.51.100.7"];
 
 function* seedTraffic(nowSec: number): Generator<RequestLog> {
@@ -94,7 +83,7 @@ function* seedTraffic(nowSec: number): Generator<RequestLog> {
     log.startTime += shift;
     if (log.finished) log.endTime += shift;
     for (const line of log.line) line.time += shift;
-    log.urlMapEntry = routeTemplate(log.resource);
+    log.urlMapEntry = handlerRoute(log.resource);
     // A few busy clients (CI runners, a mirror, the office NAT) make much of the traffic.
     if (random.next() < 0.45) log.ip = random.pick(busyClients);
     // v43 rolls out after the rollout point; before it, v41 and v42 serve.

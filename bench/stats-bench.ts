@@ -22,8 +22,8 @@ import { openDatabase } from "../src/store/sqlite/open-database.js";
 import { createRequestWriter } from "../src/store/sqlite/request-writer.js";
 import { createRollups } from "../src/store/sqlite/rollups.js";
 import { prepareRequestLog } from "../src/write/prepare-request-log.js";
-import { collapsePath } from "../src/write/route.js";
 import { StatsRequestSchema } from "../gen/reqlog/v1/log_service_pb.js";
+import { handlerRoute } from "./forge-traffic.js";
 import { startBenchServer } from "./harness/bench-server.js";
 import { benchDbPath, benchStart, loadBackend, median, trafficRecords } from "./load.js";
 
@@ -42,11 +42,7 @@ const statsCalls = 40;
  * few dozen routes, as the Stats goal supposes, not one per repository.
  */
 function withHandlerRoute(log: RequestLog): RequestLog {
-  log.urlMapEntry = collapsePath(log.resource)
-    .replace(/^\/api\/v1\/(repos|user\/starred)\/[^/]+\/[^/]+/, "/api/v1/$1/{owner}/{repo}")
-    .replace(/^\/api\/v1\/orgs\/[^/]+/, "/api/v1/orgs/{org}")
-    .replace(/\/compare\/.*$/, "/compare/{basehead}")
-    .replace(/\/raw\/[^{].*$/, "/raw/{path}");
+  log.urlMapEntry = handlerRoute(log.resource);
   return log;
 }
 

@@ -1,5 +1,7 @@
 /** How the dashboard writes numbers, sizes, durations and times (UTC, as the CLI does). */
 
+import { levelNames } from "../src/domain/levels.js";
+
 const integer = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 
 export function formatCount(n: number | bigint): string {
@@ -59,8 +61,6 @@ export function formatAge(us: bigint, nowMs: number): string {
   if (s < 36 * 3600) return `${Math.round(s / 3600)} h ago`;
   return `${Math.round(s / 86400)} d ago`;
 }
-
-export const levelNames = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] as const;
 
 export function levelName(level: number): string {
   return levelNames[level] ?? `LEVEL ${level}`;

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type LogReadResponse, LogOffsetSchema } from "../gen/reqlog/v1/log_service_pb.js";
 import { emptyNote, fill, h } from "./dom.js";
 import { readFilters } from "./filters.js";
-import { levelNames } from "./format.js";
+import { levelNames } from "../src/domain/levels.js";
 import { fromBase64Url, toBase64Url } from "./ids.js";
 import { createRequestDetail } from "./request-detail.js";
 import { requestRow, requestTable } from "./request-row.js";
@@ -10,7 +10,7 @@ import { rangeSeconds } from "./time-range.js";
 import { changed, panelTask, selectionKeys, type ViewContext, type ViewMount } from "./view-context.js";
 import type { ViewState } from "./view-state.js";
 
-export const pageSize = 50;
+const pageSize = 50;
 
 /** The Read filters as a form; submitting it starts a new search from the first page. */
 export function filterForm(ctx: ViewContext, submitLabel: string): { element: HTMLFormElement; sync(state: ViewState): void } {
@@ -58,7 +58,7 @@ export function filterForm(ctx: ViewContext, submitLabel: string): { element: HT
 }
 
 /** The fields that choose which requests are listed. */
-export const filterKeys = [...selectionKeys, "regex", "host", "level", "incomplete"] as const;
+const filterKeys = [...selectionKeys, "regex", "host", "level", "incomplete"] as const;
 
 /**
  * Request search: Read with the view's filters and range, a page at a time

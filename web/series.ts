@@ -40,7 +40,7 @@ export function usageSeries(range: HourRange, usage: LogUsageResponse): UsageSer
 }
 
 /** Status classes as Stats numbers them: 0 (outside 100..599), 1 to 5 for 1xx to 5xx. */
-export const statusClasses = [0, 1, 2, 3, 4, 5] as const;
+const statusClasses = [0, 1, 2, 3, 4, 5] as const;
 
 /** Per-bucket figures from Stats: finished requests only, filtered by module and version. */
 export interface StatsSeries {

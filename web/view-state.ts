@@ -3,7 +3,7 @@
  * view can be bookmarked and shared. Plain data, no DOM: the tests parse and
  * write it too.
  */
-export const views = ["overview", "requests", "tail", "instances"] as const;
+const views = ["overview", "requests", "tail", "instances"] as const;
 export type ViewName = (typeof views)[number];
 
 /** Ranges ending now, in hours; "all" is everything stored, "custom" is `from`..`to`. */

@@ -8,7 +8,7 @@ import {
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { parseDuration } from "../config.js";
 import { maxCount } from "../query/read-plan.js";
-import { levelNames } from "../write/validate-lines.js";
+import { levelNames } from "../domain/levels.js";
 import { callFailure, type ClientOptions, createLogServiceClient } from "../client/log-service-client.js";
 
 export type OutputFormat = "combined" | "json" | "table";

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { dirname, extname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { extname, join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { packageRoot } from "../package-root.js";
 import type { HttpRequest, HttpResponse, PageHandler } from "./http-server.js";
 
 const contentTypes: Record<string, string> = {
@@ -54,19 +54,8 @@ function loadAsset(path: string, cacheControl: string): Asset {
   };
 }
 
-/** The folder that holds package.json, found from this file (src/http/ when run from source, dist/src/http/ when built). */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, "package.json"))) {
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error("cannot find the dashboard: no package.json above " + fileURLToPath(import.meta.url));
-    dir = parent;
-  }
-  return dir;
-}
-
 /** Where `npm run build` writes the dashboard (index.html and assets/). */
-export function defaultDashboardDir(): string {
+function defaultDashboardDir(): string {
   return join(packageRoot(), "dist", "web");
 }
 

@@ -3,9 +3,6 @@ import { exceeded, type Limits } from "../limits.js";
 import type { AppLine } from "../domain/records.js";
 import { ReqlogError } from "../reqlog-error.js";
 
-/** App log levels: 0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR, 4 CRITICAL. */
-export const levelNames = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] as const;
-
 
 /** An app log line as it arrives: UserAppLogLine's level is an int64. */
 export interface IncomingLine {

@@ -3,14 +3,14 @@ import { existsSync } from "node:fs";
 import { type Browser, chromium } from "playwright-core";
 
 /** Debian's chromium, which playwright-core drives (no browser download: the machine has no internet but apt). */
-export const chromiumPath = "/usr/bin/chromium";
+const chromiumPath = "/usr/bin/chromium";
 
 /**
  * Makes sure Debian's chromium is installed: when it is missing, installs it
  * with apt-get (as root, or through sudo), saying so on stderr. Fails with
  * the way to install it by hand when that cannot be done.
  */
-export function ensureChromium(): void {
+function ensureChromium(): void {
   if (existsSync(chromiumPath)) return;
   const asRoot = process.getuid?.() === 0;
   const run = (args: string[]) =>

@@ -53,7 +53,7 @@ function findBinary(): string[] | undefined {
 }
 
 /** The server binary, installing Debian's clickhouse-server when it is missing (apt-get update first). */
-export function clickhouseBinary(): string[] {
+function clickhouseBinary(): string[] {
   const found = findBinary();
   if (found) return found;
   console.log("clickhouse-server is missing: installing Debian's clickhouse-server package (apt-get update, apt-get install) …");
