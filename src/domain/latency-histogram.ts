@@ -76,7 +76,7 @@ export function mergeHistogram(into: LatencyHistogram, from: LatencyHistogram, s
 }
 
 /** The number of latencies counted. */
-export function histogramTotal(h: LatencyHistogram): number {
+function histogramTotal(h: LatencyHistogram): number {
   let n = 0;
   for (const count of h.counts.values()) n += count;
   return n;

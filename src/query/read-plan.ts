@@ -53,12 +53,29 @@ export const maxCount = 1000;
 /** The flags every reqlog pattern is compiled with. */
 export const re2Flags = "u";
 
+/** Compiled patterns, reused across calls (plans carry patterns as text). */
+const compiled = new Map<string, RE2>();
+
+/** A pattern compiled with reqlog's flags, from a cache; throws RE2's error for an invalid one. */
+export function compileRegex(source: string): RE2;
+export function compileRegex(source: string | undefined): RE2 | undefined;
+export function compileRegex(source: string | undefined): RE2 | undefined {
+  if (source === undefined) return undefined;
+  let re = compiled.get(source);
+  if (!re) {
+    re = new RE2(source, re2Flags);
+    if (compiled.size > 1000) compiled.clear();
+    compiled.set(source, re);
+  }
+  return re;
+}
+
 /** Checks that a pattern is within the length limit and compiles as RE2; returns it. */
 export function checkRegex(pattern: string, field: string, limits: Limits): string {
   const bytes = Buffer.byteLength(pattern, "utf8");
   if (bytes > limits.maxRegexBytes) throw exceeded(limits, "maxRegexBytes", bytes, `${field} length in bytes`);
   try {
-    new RE2(pattern, re2Flags);
+    compileRegex(pattern);
   } catch (err) {
     throw ReqlogError.invalid(`${field} is not a valid RE2 pattern: ${err instanceof Error ? err.message : err}`);
   }

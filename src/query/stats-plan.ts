@@ -35,7 +35,7 @@ export interface StatsPlan {
 }
 
 /** The longest top list a call may ask for. */
-export const maxTopN = 1000;
+const maxTopN = 1000;
 /** The end of the year 9999, in seconds: ranges end there at the latest. */
 const lastSecond = 253_402_300_800n;
 

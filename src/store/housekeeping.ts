@@ -32,7 +32,6 @@ export interface Housekeeping {
 export function startHousekeeping(maintenance: Maintenance, options: HousekeepingOptions): Housekeeping {
   const batch = options.batch ?? 500;
   let running: Promise<number> | undefined;
-  let stopped = false;
 
   // Stopping aborts the batch under way at its next chance (a write not yet begun is not begun).
   const stopping = new AbortController();
@@ -45,7 +44,7 @@ export function startHousekeeping(maintenance: Maintenance, options: Housekeepin
       for (;;) {
         const n = await maintenance.expire(cutoff, batch, signal);
         deleted += n;
-        if (n < batch || stopped) break;
+        if (n < batch || signal.aborted) break;
         await yieldToEventLoop();
       }
     }
@@ -69,7 +68,6 @@ export function startHousekeeping(maintenance: Maintenance, options: Housekeepin
   return {
     runOnce,
     async stop() {
-      stopped = true;
       stopping.abort();
       clearInterval(timer);
       await running?.catch(() => undefined);

@@ -12,8 +12,8 @@ const schemeAndHost = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i;
  * Names (users, repositories, branches) stay as they are.
  */
 export function collapsePath(resource: string): string {
-  let path = resource.replace(/[?#].*$/s, "");
-  if (schemeAndHost.test(path)) path = path.replace(schemeAndHost, "") || "/";
+  const full = resource.replace(/[?#].*$/s, "");
+  const path = full.replace(schemeAndHost, "");
   if (path === "") return "/";
   return path
     .split("/")

@@ -23,7 +23,7 @@ export interface StatsFacts {
 }
 
 /** The fields of a request (a RequestLog, or a stored row read as one) that Stats looks at. */
-export interface StatsFields {
+interface StatsFields {
   urlMapEntry: string;
   resource: string;
   status: number;

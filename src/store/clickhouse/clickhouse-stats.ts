@@ -1,6 +1,5 @@
-import RE2 from "re2";
 import { emptyHistogram } from "../../domain/latency-histogram.js";
-import { re2Flags } from "../../query/read-plan.js";
+import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
 import type { StatsClient, StatsRecord, StatsResult } from "../store.js";
 import { versionsSql } from "./plan-sql.js";
@@ -61,7 +60,7 @@ export function createStatsReader(sql: SqlClient) {
 
     let bots: string[] = [];
     if (plan.excludeUserAgents !== undefined) {
-      const re = new RE2(plan.excludeUserAgents, re2Flags);
+      const re = compileRegex(plan.excludeUserAgents);
       const agents = await sql.rows<{ name: string }>(
         `SELECT DISTINCT name FROM stats_clients WHERE ${inRange} AND kind = ${clientKind.agent}`,
         signal,

@@ -22,7 +22,7 @@ export interface UsageShare {
 }
 
 /** The columns that decide a row's share of the usage rollups (read with safeIntegers). */
-export interface RowUsage {
+interface RowUsage {
   app_key: bigint;
   version_key: bigint;
   sort_time: bigint;
@@ -33,7 +33,7 @@ export interface RowUsage {
 }
 
 /** The columns that decide a row's share of the stats rollups (read with safeIntegers). */
-export interface RowStats {
+interface RowStats {
   has_record: bigint;
   finished: bigint;
   url_map_entry: string;

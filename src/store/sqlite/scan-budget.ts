@@ -1,24 +1,9 @@
 import type Database from "better-sqlite3";
-import RE2 from "re2";
-import { re2Flags, type ReadPlan } from "../../query/read-plan.js";
+import type RE2 from "re2";
+import { compileRegex, type ReadPlan } from "../../query/read-plan.js";
 
 /** How often (in rows) a scan looks at the clock and at its cancel flag. */
 const clockEvery = 64;
-
-/** Compiled patterns, reused across Reads (plans carry patterns as text). */
-const compiled = new Map<string, RE2>();
-
-/** A plan's pattern, compiled (it was validated when the plan was made). */
-export function compileRegex(source: string | undefined): RE2 | undefined {
-  if (source === undefined) return undefined;
-  let re = compiled.get(source);
-  if (!re) {
-    re = new RE2(source, re2Flags);
-    if (compiled.size > 1000) compiled.clear();
-    compiled.set(source, re);
-  }
-  return re;
-}
 
 /**
  * The scan budget and RE2 patterns of the statement running now on one

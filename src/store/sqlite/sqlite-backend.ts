@@ -34,7 +34,7 @@ export interface SqliteBackend extends Backend {
   readonly readPool: ReadPool | undefined;
 }
 
-export const defaultReadWorkers = 2;
+const defaultReadWorkers = 2;
 
 /**
  * Opens (creating and migrating) a SQLite database as a reqlog backend: one

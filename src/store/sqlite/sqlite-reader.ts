@@ -11,7 +11,7 @@ import { createSnapshotPaging } from "./snapshot-paging.js";
 import { createTailChanges } from "./tail-changes.js";
 
 /** A Read page, and whether its call was cancelled while it scanned (then it is not to be answered). */
-export type ReadOutcome = ReadResult & { cancelled?: boolean };
+type ReadOutcome = ReadResult & { cancelled?: boolean };
 
 /**
  * The read side of the SQLite backend on one connection: Read pages, Tail's

@@ -1,7 +1,6 @@
 import type Database from "better-sqlite3";
-import RE2 from "re2";
 import { emptyHistogram, type LatencyHistogram } from "../../domain/latency-histogram.js";
-import { re2Flags } from "../../query/read-plan.js";
+import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
 import type { StatsClient, StatsRecord, StatsResult } from "../store.js";
 import { addEncodedHistogram } from "./histogram-blob.js";
@@ -81,7 +80,7 @@ export function createStatsReader(db: Database.Database) {
   /** Whether a user agent is one the plan leaves out (each name tested once). */
   function botTest(plan: StatsPlan): (name: string) => boolean {
     if (plan.excludeUserAgents === undefined) return () => false;
-    const re = new RE2(plan.excludeUserAgents, re2Flags);
+    const re = compileRegex(plan.excludeUserAgents);
     const seen = new Map<string, boolean>();
     return (name) => {
       let matched = seen.get(name);
@@ -195,4 +194,3 @@ function addCell(into: LatencyHistogram, [, , , , , , maxLatency, latency]: Cell
   if (maxLatency > into.max) into.max = maxLatency;
 }
 
-export type StatsReader = ReturnType<typeof createStatsReader>;

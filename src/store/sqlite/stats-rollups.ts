@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { emptyHistogram, latencyBucket } from "../../domain/latency-histogram.js";
+import { emptyHistogram, type LatencyHistogram, latencyBucket, mergeHistogram } from "../../domain/latency-histogram.js";
 import type { StatsFacts } from "../../write/stats-facts.js";
 import { addEncodedHistogram, encodeHistogram } from "./histogram-blob.js";
 
@@ -40,9 +40,8 @@ interface CellDelta {
   statusClass: number;
   requests: number;
   bytes: number;
-  /** The largest latency added. */
-  max: number;
-  counts: Map<number, number>;
+  /** The latencies added and taken out (its max: the largest added). */
+  latency: LatencyHistogram;
 }
 
 /** Where a name's requests are counted: its own row, or its kind's overflow row. */
@@ -121,13 +120,14 @@ export function createStatsRollups(db: Database.Database) {
     return key;
   }
 
-  function cellDelta(key: string, init: Omit<CellDelta, "requests" | "bytes" | "max" | "counts">, facts: StatsFacts, sign: number) {
-    const d = cells.get(key) ?? { ...init, requests: 0, bytes: 0, max: 0, counts: new Map<number, number>() };
+  function cellDelta(key: string, init: Omit<CellDelta, "requests" | "bytes" | "latency">, facts: StatsFacts, sign: number) {
+    const d = cells.get(key) ?? { ...init, requests: 0, bytes: 0, latency: emptyHistogram() };
     d.requests += sign;
     d.bytes += sign * facts.bytes;
-    if (sign > 0 && facts.latencyUs > d.max) d.max = facts.latencyUs;
+    const { latency } = d;
+    if (sign > 0 && facts.latencyUs > latency.max) latency.max = facts.latencyUs;
     const bucket = latencyBucket(facts.latencyUs);
-    d.counts.set(bucket, (d.counts.get(bucket) ?? 0) + sign);
+    latency.counts.set(bucket, (latency.counts.get(bucket) ?? 0) + sign);
     cells.set(key, d);
   }
 
@@ -144,7 +144,7 @@ export function createStatsRollups(db: Database.Database) {
 
   /** Applies a cell's delta to its stored row: the row goes when its requests reach 0. */
   function applyCell(table: CellTable, key: number[], d: CellDelta): void {
-    const changed = d.requests !== 0 || d.bytes !== 0 || d.max > 0 || [...d.counts.values()].some((n) => n !== 0);
+    const changed = d.requests !== 0 || d.bytes !== 0 || d.latency.max > 0 || [...d.latency.counts.values()].some((n) => n !== 0);
     if (!changed) return;
     const row = table.get.get(...key) as StoredCell | undefined;
     const requests = (row?.requests ?? 0) + d.requests;
@@ -154,8 +154,8 @@ export function createStatsRollups(db: Database.Database) {
     }
     const histogram = emptyHistogram();
     if (row) addEncodedHistogram(histogram, row.latency);
-    for (const [bucket, n] of d.counts) histogram.counts.set(bucket, (histogram.counts.get(bucket) ?? 0) + n);
-    const max = Math.max(row?.max_latency ?? 0, d.max);
+    mergeHistogram(histogram, d.latency);
+    const max = Math.max(row?.max_latency ?? 0, d.latency.max);
     const values = [...key, requests, (row?.bytes ?? 0) + d.bytes, ...(table.withMax ? [max] : []), encodeHistogram(histogram.counts)];
     table.put.run(...values);
   }
@@ -226,13 +226,14 @@ export function createStatsRollups(db: Database.Database) {
     /** Applies the pending deltas (inside the write's transaction). */
     flush(): void {
       if (names.size === 0) return;
-      const shrunk = new Set<string>();
+      /** Hours (one name delta each stands for its app, kind and hour) whose counts went down. */
+      const shrunk = new Map<string, NameDelta>();
       for (const [key, d] of names) {
         if (d.requests === 0 && d.errors === 0) continue;
         const row = rowOf(key);
         if (!row) continue;
         stmt.addToName.run(d.requests, d.errors, row.id);
-        if (d.requests < 0) shrunk.add(hourKeyOf(d));
+        if (d.requests < 0) shrunk.set(hourKeyOf(d), d);
       }
       for (const d of cells.values()) {
         const route = rowOf(d.route);
@@ -247,10 +248,9 @@ export function createStatsRollups(db: Database.Database) {
         }
       }
       // An hour that counts no request any more gives its names' rows back.
-      for (const hourKey of shrunk) {
-        const at = hourKey.split("/").map(Number) as [number, number, number];
-        if (stmt.hourTotal.get(...at) === 0) {
-          stmt.dropHour.run(...at);
+      for (const [hourKey, { appKey, kind, hour }] of shrunk) {
+        if (stmt.hourTotal.get(appKey, kind, hour) === 0) {
+          stmt.dropHour.run(appKey, kind, hour);
           hours.delete(hourKey);
         }
       }
