@@ -1,7 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { Clock } from "../../clock.js";
-import { ReqlogError } from "../../reqlog-error.js";
-import type { Scope, TokenInfo, TokenStore } from "../store.js";
+import type { TokenInfo, TokenStore } from "../store.js";
+import { newToken, tokenInfo, tokenKeyId, tokenMatches } from "../tokens.js";
 import type { SqlClient } from "./sql-client.js";
 import { guarded } from "./storage-error.js";
 import { sqlInt, sqlString } from "./sql-literal.js";
@@ -19,18 +18,13 @@ interface TokenRow {
   version: number;
 }
 
-/** Tokens are `rql_<key id>_<secret>` (as on SQLite): a public 16-hex-digit key id and 256 random bits. */
-const tokenShape = /^rql_([0-9a-f]{16})_[A-Za-z0-9_-]{43}$/;
-const sha256 = (token: string) => createHash("sha256").update(token, "utf8").digest();
-
-const toInfo = (row: TokenRow): TokenInfo => ({
-  id: Number(row.id),
-  name: row.name,
-  scopes: row.scopes.split(" ") as Scope[],
-  apps: row.apps === null ? undefined : (JSON.parse(row.apps) as string[]),
-  created: BigInt(row.created),
-  revoked: row.revoked === null ? undefined : BigInt(row.revoked),
-});
+const toInfo = (row: TokenRow): TokenInfo =>
+  tokenInfo({
+    ...row,
+    id: Number(row.id),
+    created: BigInt(row.created),
+    revoked: row.revoked === null ? null : BigInt(row.revoked),
+  });
 
 /**
  * Access tokens kept as hashes in the tokens table. A revocation inserts a
@@ -51,19 +45,15 @@ export function createClickHouseTokens(sql: SqlClient, now: Clock): TokenStore {
     create(options) {
       return guarded(undefined, () =>
         serially(async () => {
-          if (options.apps?.length === 0) {
-            throw ReqlogError.invalid("a token's apps must name at least one app (leave them out for every app)");
-          }
+          const { token, keyId, hash, scopes, apps } = newToken(options);
           const [top] = await sql.rows<{ id: string }>("SELECT max(id) AS id FROM tokens");
-          const keyId = randomBytes(8).toString("hex");
-          const token = `rql_${keyId}_${randomBytes(32).toString("base64url")}`;
           const row: TokenRow = {
             id: String(BigInt(top?.id ?? "0") + 1n),
             key_id: keyId,
-            hash: sha256(token).toString("hex"),
+            hash: hash.toString("hex"),
             name: options.name,
-            scopes: [...new Set(options.scopes)].join(" "),
-            apps: options.apps ? JSON.stringify(options.apps) : null,
+            scopes,
+            apps,
             created: String(now()),
             revoked: null,
             version: 0,
@@ -75,10 +65,10 @@ export function createClickHouseTokens(sql: SqlClient, now: Clock): TokenStore {
     },
     find(token) {
       return guarded(undefined, async () => {
-        const keyId = tokenShape.exec(token)?.[1];
+        const keyId = tokenKeyId(token);
         if (keyId === undefined) return undefined;
         const [row] = await select(`key_id = ${sqlString(keyId)} AND revoked IS NULL`);
-        if (!row || !timingSafeEqual(Buffer.from(row.hash, "hex"), sha256(token))) return undefined;
+        if (!row || !tokenMatches(Buffer.from(row.hash, "hex"), token)) return undefined;
         return toInfo(row);
       });
     },
@@ -96,7 +86,7 @@ export function createClickHouseTokens(sql: SqlClient, now: Clock): TokenStore {
       );
     },
     anyActive() {
-      return guarded(undefined, async () => (await select("revoked IS NULL")).length > 0);
+      return guarded(undefined, async () => (await sql.rows(`SELECT 1 FROM tokens FINAL WHERE revoked IS NULL LIMIT 1`)).length > 0);
     },
   };
 }
