@@ -6,7 +6,8 @@ import { defaultLimits } from "../../src/limits.js";
 import { re2Flags } from "../../src/query/read-plan.js";
 import { planUsage } from "../../src/query/usage-plan.js";
 import { Code } from "../../src/reqlog-error.js";
-import { type ClickHouseBackend, openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
+import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
+import type { Backend } from "../../src/store/store.js";
 import { clickhouseRegex } from "../../src/store/clickhouse/clickhouse-regex.js";
 import { sqlString } from "../../src/store/clickhouse/sql-literal.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
@@ -35,7 +36,7 @@ let databases = 0;
 describeStoreContract("ClickHouse (one node)", async (now) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   const open = () => openClickHouseBackend({ url: server.url, database, now });
-  let backend: ClickHouseBackend = await open();
+  let backend: Backend = await open();
   return {
     get backend() {
       return backend;

@@ -27,11 +27,6 @@ export interface ClickHouseBackendOptions {
   now?: Clock;
 }
 
-/** The ClickHouse backend, with its client for the CLI and for tests that look at rows. */
-export interface ClickHouseBackend extends Backend {
-  readonly client: ClickHouseClient;
-}
-
 const databaseName = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHouseClient {
@@ -53,7 +48,7 @@ function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHo
  * One process writes a database: the change sequence lives in it (see
  * change-sequence.ts).
  */
-export async function openClickHouseBackend(options: ClickHouseBackendOptions): Promise<ClickHouseBackend> {
+export async function openClickHouseBackend(options: ClickHouseBackendOptions): Promise<Backend> {
   if (!databaseName.test(options.database)) {
     throw ReqlogError.invalid(`ClickHouse database name ${JSON.stringify(options.database)}: letters, digits and _ only`);
   }
@@ -87,7 +82,6 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const records = createRecordReader(sql);
 
   return {
-    client,
     store: createClickHouseStore({
       sql,
       now,
