@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { LogLineSchema, type RequestLog, RequestLogSchema } from "../gen/reqlog/v1/log_service_pb.js";
-import { collapsePath } from "../src/write/route.js";
+import { routeOf } from "../src/routes/route-of.js";
 
 /** mulberry32: a small, fast, seeded PRNG, so a data set is the same on every run. */
 export function createRandom(seed: number) {
@@ -228,13 +228,9 @@ export function* forgeTraffic(options: TrafficOptions): Generator<RequestLog> {
 
 /**
  * The handler pattern the forge would log as url_map_entry for a request
- * path: ids collapsed as Stats collapses them, owner, repo, org, compare
- * range and file path as parameters (a few dozen routes, as a real router has).
+ * path: its template in the forge's route table, else its path with ids
+ * collapsed.
  */
 export function handlerRoute(resource: string): string {
-  return collapsePath(resource)
-    .replace(/^\/api\/v1\/(repos|user\/starred)\/[^/]+\/[^/]+/, "/api/v1/$1/{owner}/{repo}")
-    .replace(/^\/api\/v1\/orgs\/[^/]+/, "/api/v1/orgs/{org}")
-    .replace(/\/compare\/.+$/, "/compare/{basehead}")
-    .replace(/\/raw\/[^{/][^/]*$/, "/raw/{filepath}");
+  return routeOf({ urlMapEntry: "", resource });
 }

@@ -1,4 +1,4 @@
-import { routeOf } from "./route.js";
+import { routeOf } from "../routes/route-of.js";
 
 /**
  * Longest route, user agent or client IP the stats keep, in code points: a

@@ -42,8 +42,8 @@ describe("Stats", () => {
     );
     const reply = await ts.client.stats({ appId: "forge", topN: 2 });
     expect(reply.record.map((r) => [Number(r.startTime - s0), Number(r.endTime - s0), r.route, r.statusClass, ...figures(r.figures)])).toEqual([
-      [0, 3600, "/api/v1/repos/alice/app/actions/artifacts/{id}/zip/raw", 2, 8, 0, 80_000, ...buckets(5000, 5000, 5000, 5000)],
-      [0, 3600, "/api/v1/repos/alice/app/actions/artifacts/{id}/zip/raw", 5, 2, 2, 20_000, ...buckets(5000, 5000, 5000, 5000)],
+      [0, 3600, "/api/v1/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip/raw", 2, 8, 0, 80_000, ...buckets(5000, 5000, 5000, 5000)],
+      [0, 3600, "/api/v1/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip/raw", 5, 2, 2, 20_000, ...buckets(5000, 5000, 5000, 5000)],
       [0, 3600, "/api/v1/teams/{id}", 4, 5, 0, 5000, ...buckets(300_000, 300_000, 300_000, 300_000)],
       [0, 3600, "/{owner}/{repo}.git/info/refs", 2, 100, 0, 100_000, ...buckets(50_000, 90_000, 99_000, 100_000)],
     ]);
@@ -52,7 +52,7 @@ describe("Stats", () => {
     expect([reply.startTime, reply.endTime]).toEqual([s0, s0 + 3600n]);
     expect(reply.topRouteByRequests.map((r) => [r.route, Number(r.figures!.requests)])).toEqual([
       ["/{owner}/{repo}.git/info/refs", 100],
-      ["/api/v1/repos/alice/app/actions/artifacts/{id}/zip/raw", 10],
+      ["/api/v1/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip/raw", 10],
     ]);
     expect(reply.topRouteByP99.map((r) => r.route)).toEqual(["/api/v1/teams/{id}", "/{owner}/{repo}.git/info/refs"]);
     expect(reply.topClientIp.map((c) => [c.name, c.requests, c.errors])).toEqual([["192.0.2.1", 100n, 0n], ["192.0.2.9", 10n, 2n]]);
@@ -60,8 +60,8 @@ describe("Stats", () => {
 
     const human = await ts.client.stats({ appId: "forge", resolutionHours: 0, excludeUserAgentRegex: "(?i)bot|crawler|spider", statusClass: [2, 4, 5] });
     expect(human.record.map((r) => [r.route, r.statusClass])).toEqual([
-      ["/api/v1/repos/alice/app/actions/artifacts/{id}/zip/raw", 2],
-      ["/api/v1/repos/alice/app/actions/artifacts/{id}/zip/raw", 5],
+      ["/api/v1/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip/raw", 2],
+      ["/api/v1/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip/raw", 5],
       ["/{owner}/{repo}.git/info/refs", 2],
     ]);
     expect(human.topUserAgent.map((c) => c.name)).toEqual(["git/2.43.0"]);

@@ -1410,7 +1410,7 @@ function describeStats(h: Harness): void {
       expect(await briefs()).toEqual([
         [0, 1, "/admin/hooks/{id}", 4, 1, 0, 100, counts(500)],
         [0, 1, "/api/v1/teams/{id}", 5, 2, 2, 100, counts(50_000, 90_000)],
-        [1, 2, "/api/v1/orgs/acme/rename", 2, 1, 0, 300, counts(3000)],
+        [1, 2, "/api/v1/orgs/{org}/rename", 2, 1, 0, 300, counts(3000)],
         [1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)],
         [2, 3, "/api/v1/teams/{id}", 2, 1, 0, 0, counts(700)],
       ]);
@@ -1418,7 +1418,7 @@ function describeStats(h: Harness): void {
       await h.backend.maintenance.expire(h0 + hourUs, 100, signal);
       const left = await stats();
       expect(left.records.map(brief)).toEqual([
-        [1, 2, "/api/v1/orgs/acme/rename", 2, 1, 0, 300, counts(3000)],
+        [1, 2, "/api/v1/orgs/{org}/rename", 2, 1, 0, 300, counts(3000)],
         [1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)],
         [2, 3, "/api/v1/teams/{id}", 2, 1, 0, 0, counts(700)],
       ]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { collapsePath, routeOf } from "../../src/write/route.js";
+import { collapsePath, routeOf } from "../../src/routes/route-of.js";
 import { maxStatsNameLength, statsFactsOf, statusClassOf } from "../../src/write/stats-facts.js";
 
 describe("collapsePath (forge API routes)", () => {
