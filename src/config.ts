@@ -34,6 +34,11 @@ export interface ClickHouseConfig {
   database: string;
   user?: string;
   password?: string;
+  /**
+   * A cluster named in the servers' remote_servers: tables are created ON
+   * CLUSTER on every shard, with Distributed tables over them.
+   */
+  cluster?: string;
 }
 
 export interface TlsFiles {

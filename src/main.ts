@@ -72,6 +72,12 @@ function storeOptions(command: Command): Command {
     .addOption(new Option("--clickhouse-user <user>", "ClickHouse user").env("REQLOG_CLICKHOUSE_USER"))
     .addOption(
       new Option("--clickhouse-password <password>", "ClickHouse password (prefer the variable)").env("REQLOG_CLICKHOUSE_PASSWORD"),
+    )
+    .addOption(
+      new Option(
+        "--clickhouse-cluster <name>",
+        "a cluster of the servers' remote_servers: tables ON CLUSTER on every shard, Distributed tables over them",
+      ).env("REQLOG_CLICKHOUSE_CLUSTER"),
     );
 }
 
@@ -85,6 +91,7 @@ function storeChoice(opts: Record<string, unknown>): StoreChoice {
       database: opts.clickhouseDatabase as string,
       user: opts.clickhouseUser as string | undefined,
       password: opts.clickhousePassword as string | undefined,
+      cluster: opts.clickhouseCluster as string | undefined,
     },
   };
 }

@@ -75,7 +75,10 @@ export async function serve(config: ServeConfig): Promise<void> {
     {
       address: server.grpc.address,
       http: server.http?.address ?? "off",
-      store: config.store === "clickhouse" ? `clickhouse ${config.clickhouse.url}/${config.clickhouse.database}` : "sqlite",
+      store:
+        config.store === "clickhouse"
+          ? `clickhouse ${config.clickhouse.url}/${config.clickhouse.database}${config.clickhouse.cluster ? ` on cluster ${config.clickhouse.cluster}` : ""}`
+          : "sqlite",
       db: config.store === "sqlite" ? config.db : undefined,
       sync: config.sync,
       retentionMs: config.retentionMs,

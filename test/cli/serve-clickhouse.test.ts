@@ -2,29 +2,55 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UserAppLogGroupSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { runCli, startChildServer } from "../../bench/harness/child-server.js";
-import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
+import { startClickHouse } from "../helpers/clickhouse-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { Code } from "../../src/reqlog-error.js";
 import { callError, createTestClient } from "../helpers/test-client.js";
 
-let clickhouse: ClickHouseServer;
-beforeAll(async () => {
-  clickhouse = await startClickHouse({ name: "reqlog-serve-clickhouse-", inMemory: true });
-});
-afterAll(async () => {
-  await clickhouse?.stop();
-});
+/** A ClickHouse to serve on: its URL, the flags that name its cluster if any, and how to stop it. */
+interface Target {
+  url: string;
+  clusterFlags: string[];
+  stop(): Promise<void>;
+}
+
+const targets: [string, () => Promise<Target>][] = [
+  [
+    "one ClickHouse server",
+    async () => {
+      const server = await startClickHouse({ name: "reqlog-serve-clickhouse-", inMemory: true });
+      return { url: server.url, clusterFlags: [], stop: () => server.stop() };
+    },
+  ],
+  [
+    "a cluster of two shards (--clickhouse-cluster)",
+    async () => {
+      const cluster = await startClickHouseCluster({ inMemory: true });
+      return { url: cluster.servers[0]!.url, clusterFlags: ["--clickhouse-cluster", cluster.name], stop: () => cluster.stop() };
+    },
+  ],
+];
 
 const ids = (logs: { requestId: Uint8Array }[]) => logs.map((l) => new TextDecoder().decode(l.requestId));
 
-describe("reqlog serve --store clickhouse", () => {
+describe.each(targets)("reqlog serve --store clickhouse on %s", (_, start) => {
+  let clickhouse: Target;
+  beforeAll(async () => {
+    clickhouse = await start();
+  });
+  afterAll(async () => {
+    await clickhouse?.stop();
+  });
+
   it("answers the RPCs as on SQLite: Write, Flush, Read with paging and regex, Usage, Tail, SetStatus/ListStatus", async () => {
     const database = `reqlog_serve_${process.pid}`;
     const server = await startChildServer(
-      ["--listen", "127.0.0.1:0", "--store", "clickhouse", "--clickhouse-database", database],
+      ["--listen", "127.0.0.1:0", "--store", "clickhouse", "--clickhouse-database", database, ...clickhouse.clusterFlags],
       { REQLOG_CLICKHOUSE_URL: clickhouse.url },
     );
-    expect(server.stderr()).toContain(`"store":"clickhouse ${clickhouse.url}/${database}"`);
+    const cluster = clickhouse.clusterFlags.length > 0 ? ` on cluster ${clickhouse.clusterFlags[1]}` : "";
+    expect(server.stderr()).toContain(`"store":"clickhouse ${clickhouse.url}/${database}${cluster}"`);
     const client = createTestClient({ server: server.address });
     try {
       const written = await client.write({
@@ -80,7 +106,10 @@ describe("reqlog serve --store clickhouse", () => {
   });
 
   it("manages tokens in the ClickHouse store: created, listed and asked for by a server on it", async () => {
-    const store = ["--store", "clickhouse", "--clickhouse-url", clickhouse.url, "--clickhouse-database", `reqlog_tokens_${process.pid}`];
+    const store = [
+      "--store", "clickhouse", "--clickhouse-url", clickhouse.url, "--clickhouse-database", `reqlog_tokens_${process.pid}`,
+      ...clickhouse.clusterFlags,
+    ];
     const created = await runCli(["token", "create", ...store, "--scope", "read:logs", "--app", "forge", "--name", "dash"]);
     expect(created.code).toBe(0);
     const token = created.stdout.trim();
@@ -103,7 +132,9 @@ describe("reqlog serve --store clickhouse", () => {
     }
     expect((await runCli(["token", "revoke", ...store, "1"])).stdout.trim()).toBe("revoked token 1");
   });
+});
 
+describe("reqlog serve --store clickhouse, failing", () => {
   it("stops with a clear error when ClickHouse cannot be reached", async () => {
     const { code, stderr } = await runCli([
       "serve",

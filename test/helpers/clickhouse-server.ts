@@ -40,6 +40,19 @@ export interface ClickHouseServerOptions {
    * for tests, whose many tiny inserts each write a part of files per column.
    */
   inMemory?: boolean;
+  /** Its ports, when a cluster's configs must name them before the servers start (default: free ports). */
+  ports?: ClickHousePorts;
+}
+
+export interface ClickHousePorts {
+  http: number;
+  tcp: number;
+  interserver: number;
+}
+
+/** Three free ports on loopback for a server. */
+export async function freeClickHousePorts(): Promise<ClickHousePorts> {
+  return { http: await freePort(), tcp: await freePort(), interserver: await freePort() };
 }
 
 const binaries = ["/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server", "/usr/bin/clickhouse"];
@@ -94,7 +107,7 @@ export async function startClickHouse(options: ClickHouseServerOptions = {}): Pr
   const binary = clickhouseBinary();
   const base = options.inMemory && roomInMemory() ? "/dev/shm" : tmpdir();
   const dir = mkdtempSync(join(base, options.name ?? "reqlog-clickhouse-"));
-  const [httpPort, tcpPort, interserverPort] = [await freePort(), await freePort(), await freePort()];
+  const { http: httpPort, tcp: tcpPort, interserver: interserverPort } = options.ports ?? (await freeClickHousePorts());
   // The smallest config 18.16 serves with: loopback only, its own ports and
   // folders, one passwordless user reachable from 127.0.0.1.
   writeFileSync(

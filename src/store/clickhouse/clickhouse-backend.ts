@@ -1,6 +1,5 @@
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { type Clock, systemClock } from "../../clock.js";
-import { ReqlogError } from "../../reqlog-error.js";
 import type { Backend } from "../store.js";
 import { createChangeSequence } from "./change-sequence.js";
 import { createClickHouseStatuses } from "./clickhouse-statuses.js";
@@ -12,6 +11,7 @@ import { createRecordReader } from "./record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
 import { createSnapshotPaging } from "./snapshot-paging.js";
 import { createSqlClient } from "./sql-client.js";
+import { createTableLayout } from "./table-layout.js";
 import { storageError } from "./storage-error.js";
 import { createTailChanges } from "./tail-changes.js";
 import { createWriteBatcher } from "./write-batcher.js";
@@ -23,11 +23,11 @@ export interface ClickHouseBackendOptions {
   database: string;
   user?: string;
   password?: string;
+  /** A cluster of the servers' remote_servers to spread the tables over (table-layout.ts). */
+  cluster?: string;
   /** The clock (µs); the system clock by default. */
   now?: Clock;
 }
-
-const databaseName = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHouseClient {
   return createClient({
@@ -39,7 +39,12 @@ function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHo
     // Retention's and compaction's scans of every request may take a while on a large store.
     request_timeout: 300_000,
     // A group or a page names up to a thousand requests in its query text.
-    clickhouse_settings: { max_query_size: "16777216" },
+    clickhouse_settings: {
+      max_query_size: "16777216",
+      // An insert through a Distributed table returns once every shard has
+      // its rows, so it is acknowledged only then and read back at once.
+      ...(options.cluster !== undefined && { insert_distributed_sync: 1 }),
+    },
   });
 }
 
@@ -49,12 +54,12 @@ function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHo
  * change-sequence.ts).
  */
 export async function openClickHouseBackend(options: ClickHouseBackendOptions): Promise<Backend> {
-  if (!databaseName.test(options.database)) {
-    throw ReqlogError.invalid(`ClickHouse database name ${JSON.stringify(options.database)}: letters, digits and _ only`);
-  }
+  const layout = createTableLayout(options.database, options.cluster);
   const bootstrap = clientOf(options);
   try {
-    await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${options.database}` });
+    // (Asked first: on a cluster, CREATE is a round of ZooKeeper's DDL queue.)
+    const result = await bootstrap.query({ query: `SELECT count() FROM system.databases WHERE name = '${options.database}'`, format: "TabSeparated" });
+    if ((await result.text()).trim() === "0") await bootstrap.command({ query: layout.createDatabase() });
   } catch (err) {
     throw storageError(err);
   } finally {
@@ -64,7 +69,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const sql = createSqlClient(client);
   let meta: Awaited<ReturnType<typeof loadMeta>>;
   try {
-    await migrate(sql);
+    await migrate(sql, layout);
     meta = await loadMeta(sql);
   } catch (err) {
     await client.close();
@@ -95,7 +100,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
     }),
     statuses: createClickHouseStatuses(sql, seq, now),
     tokens: createClickHouseTokens(sql, now),
-    maintenance: createClickHouseMaintenance(sql, now, batcher, commit, seq, history),
+    maintenance: createClickHouseMaintenance(sql, layout, now, batcher, commit, seq, history),
     async close() {
       await batcher.drain();
       listeners.clear();

@@ -1,19 +1,29 @@
 import { randomBytes } from "node:crypto";
 import { migrations } from "./migrations/index.js";
 import type { SqlClient } from "./sql-client.js";
+import type { TableLayout } from "./table-layout.js";
 
 /**
  * Applies the migrations newer than the database's version (the highest in
  * schema_migrations), in order, statement by statement; a migration counts
  * as applied once all its statements have run. Then makes the database's
- * own offset key if it has none.
+ * own offset key if it has none. Statements are written for the layout
+ * (one server, or every shard of a cluster).
  */
-export async function migrate(sql: SqlClient): Promise<void> {
-  await sql.command("CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String) ENGINE = MergeTree ORDER BY version");
+export async function migrate(sql: SqlClient, layout: TableLayout): Promise<void> {
+  // (Asked first: on a cluster, each DDL statement is a round of ZooKeeper's queue.)
+  const [exists] = await sql.rows<{ n: string }>(
+    "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'schema_migrations'",
+  );
+  if (exists!.n === "0") {
+    for (const statement of layout.createTable("schema_migrations", "(version UInt32, name String) ENGINE = MergeTree ORDER BY version", "rand()")) {
+      await sql.command(statement);
+    }
+  }
   const [applied] = await sql.rows<{ version: number }>("SELECT max(version) AS version FROM schema_migrations");
   for (const m of migrations) {
     if (m.version <= (applied?.version ?? 0)) continue;
-    for (const statement of m.statements) await sql.command(statement);
+    for (const statement of m.statements(layout)) await sql.command(statement);
     await sql.insert("schema_migrations", [{ version: m.version, name: m.name }]);
   }
   const [key] = await sql.rows<{ n: string }>("SELECT count() AS n FROM meta WHERE key = 'offset_key'");

@@ -5,6 +5,7 @@ import type { GroupCommit, GroupWork } from "./group-commit.js";
 import type { RequestRow } from "./request-row.js";
 import type { PagingHistory } from "./snapshot-paging.js";
 import type { SqlClient } from "./sql-client.js";
+import type { TableLayout } from "./table-layout.js";
 import { guarded } from "./storage-error.js";
 import { sqlInt } from "./sql-literal.js";
 import type { WriteBatcher } from "./write-batcher.js";
@@ -34,6 +35,7 @@ const tombstoneColumns = [
  */
 export function createClickHouseMaintenance(
   sql: SqlClient,
+  layout: TableLayout,
   now: Clock,
   batcher: WriteBatcher<GroupWork>,
   commit: GroupCommit,
@@ -51,8 +53,8 @@ export function createClickHouseMaintenance(
     if (floor > history.floor) history.floor = floor;
     // Deletions run in the background (ClickHouse mutations): reads never
     // look at moves at or below the floor, whether gone yet or not.
-    await sql.command(`ALTER TABLE moves DELETE WHERE seq <= ${sqlInt(floor)}`);
-    await sql.command(`ALTER TABLE seq_marks DELETE WHERE time < ${sqlInt(cutoff)}`);
+    await sql.command(layout.alter("moves", `DELETE WHERE seq <= ${sqlInt(floor)}`));
+    await sql.command(layout.alter("seq_marks", `DELETE WHERE time < ${sqlInt(cutoff)}`));
   }
 
   /**
@@ -66,8 +68,8 @@ export function createClickHouseMaintenance(
        WHERE created_at < ${sqlInt((cutoff / dayUs) * dayUs)} GROUP BY day HAVING countIf(deleted = 0) = 0`,
     );
     for (const { day } of days) {
-      await sql.command(`ALTER TABLE lines DROP PARTITION ${sqlInt(BigInt(day))}`);
-      await sql.command(`ALTER TABLE requests DROP PARTITION ${sqlInt(BigInt(day))}`);
+      await sql.command(layout.alter("lines", `DROP PARTITION ${sqlInt(BigInt(day))}`));
+      await sql.command(layout.alter("requests", `DROP PARTITION ${sqlInt(BigInt(day))}`));
     }
   }
 

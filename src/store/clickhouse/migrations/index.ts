@@ -1,6 +1,7 @@
+import type { TableLayout } from "../table-layout.js";
 import m001 from "./001-init.js";
 
 /** The ordered migrations: applied by version, each once (migrate.ts). */
-export const migrations: readonly { version: number; name: string; statements: readonly string[] }[] = [
+export const migrations: readonly { version: number; name: string; statements: (layout: TableLayout) => readonly string[] }[] = [
   { version: 1, name: "001-init", statements: m001 },
 ];

@@ -1,0 +1,114 @@
+import { create } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
+import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { Backend } from "../../src/store/store.js";
+import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
+import { defaultLimits } from "../../src/limits.js";
+import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { type ClickHouseCluster, startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
+import { describeStoreContract } from "./contract.js";
+
+// Starting ClickHouse and ZooKeeper may first install them (apt-get): minutes on a fresh machine.
+vi.setConfig({ hookTimeout: 600_000, testTimeout: 120_000 });
+
+const database = `reqlog_cluster_${process.pid}`;
+let cluster: ClickHouseCluster;
+/** The tables holding rows on each shard (the `_local` ones), but the migrations' record. */
+let localTables: string[] = [];
+
+const rowsOf = async (server: number, query: string) => {
+  const result = await cluster.servers[server]!.client.query({ query, format: "JSONEachRow" });
+  return (await result.json()) as Record<string, string>[];
+};
+
+// A two-shard cluster (two servers and a ZooKeeper on loopback) for the file.
+// The database is created and migrated ON CLUSTER once, by the first open;
+// each test then starts from empty tables on both shards (TRUNCATE on each
+// server: distributed DDL takes ~0.1 s a statement, 40 of them per database).
+beforeAll(async () => {
+  cluster = await startClickHouseCluster({ inMemory: true });
+  const backend = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name });
+  await backend.close();
+  localTables = (
+    await rowsOf(0, `SELECT name FROM system.tables WHERE database = '${database}' AND name LIKE '%\\_local' AND engine != 'Null'`)
+  )
+    .map((t) => t.name!)
+    .filter((name) => name !== "schema_migrations_local");
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+async function emptyShards(): Promise<void> {
+  for (const server of cluster.servers) {
+    for (const table of localTables) await server.client.command({ query: `TRUNCATE TABLE ${database}.${table}` });
+  }
+}
+
+describe("a ClickHouse cluster of two shards", () => {
+  it("has every table on both shards, with a Distributed table over each", async () => {
+    for (const server of [0, 1]) {
+      const tables = await rowsOf(server, `SELECT name, engine FROM system.tables WHERE database = '${database}' ORDER BY name`);
+      const engines = new Map(tables.map((t) => [t.name!, t.engine!]));
+      for (const name of ["requests", "lines", "moves", "usage_hourly", "stats_hourly", "stats_clients", "meta", "statuses", "tokens"]) {
+        expect(engines.get(name), name).toBe("Distributed");
+        expect(engines.get(`${name}_local`), `${name}_local`).toMatch(/MergeTree$/);
+      }
+      expect(engines.get("request_changes_local")).toBe("Null");
+      expect(engines.get("request_changes_4_requests")).toBe("MaterializedView");
+    }
+  });
+
+  it("spreads requests over both shards by (app, request id), each request's versions and lines on one", async () => {
+    await emptyShards();
+    const backend = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name });
+    const signal = new AbortController().signal;
+    try {
+      const logs = (suffix: string) =>
+        Array.from({ length: 40 }, (_, i) =>
+          prepareRequestLog(
+            minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i), line: [create(LogLineSchema, { time: t0 + (suffix === "one" ? 0n : 1n), level: 1, logMessage: `line ${suffix}` })] }),
+            defaultLimits,
+            "log",
+          ),
+        );
+      await backend.store.write(logs("one"), signal);
+      await backend.store.write(logs("two"), signal); // a second version of each, with one more line
+      const perShard = await Promise.all(
+        [0, 1].map(async (s) => (await rowsOf(s, `SELECT count() AS n, uniqExact(request_id) AS ids FROM ${database}.requests_local`))[0]!),
+      );
+      expect(perShard.every((s) => Number(s.ids) > 5)).toBe(true);
+      expect(perShard.reduce((n, s) => n + Number(s.ids), 0)).toBe(40);
+      for (const s of [0, 1]) {
+        const stray = await rowsOf(
+          s,
+          `SELECT count() AS n FROM ${database}.lines_local WHERE request_id NOT IN (SELECT request_id FROM ${database}.requests_local)`,
+        );
+        expect(stray[0]!.n).toBe("0");
+      }
+      const stored = await backend.store.getRequests("forge", Array.from({ length: 40 }, (_, i) => rid(`r${i}`)), signal);
+      expect(stored.map((r) => r.line.map((l) => l.logMessage))).toEqual(Array.from({ length: 40 }, () => ["line one", "line two"]));
+    } finally {
+      await backend.close();
+    }
+  });
+});
+
+describeStoreContract("ClickHouse (two shards)", async (now) => {
+  await emptyShards();
+  const open = () => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now });
+  let backend: Backend = await open();
+  return {
+    get backend() {
+      return backend;
+    },
+    async reopen() {
+      await backend.close();
+      backend = await open();
+    },
+    async cleanup() {
+      await backend.close();
+    },
+  };
+});
