@@ -324,6 +324,37 @@ function describeWrites(h: Harness): void {
       expect(page.lastSortTime).toBe(t0 + 50n);
     });
 
+    it("stores any text and any request id bytes exactly: tabs, newlines, backslashes, quotes, NUL, every byte value", async () => {
+      const nasty = "tab\there\nnew line\r\\back\\slash 'single' \"double\" nul\u0000 [a,'b'] é ∑ 😀";
+      const id = new Uint8Array(256).map((_, i) => i);
+      const log = () =>
+        minimalLog({
+          requestId: id,
+          endTime: t0 + 5n,
+          resource: `/api/v1/${nasty}`,
+          userAgent: nasty,
+          referrer: nasty,
+          host: "forge\texample",
+          urlMapEntry: nasty,
+          combined: nasty,
+          line: [logLine(t0 + 1n, 1, nasty), logLine(t0 + 2n, 2, "\\'\t\n")],
+        });
+      expect(await h.write(log())).toEqual({ records: 1, lines: 2 });
+      expect(await h.write(log())).toEqual({ records: 1, lines: 0 });
+      expect(await h.store.getRequests("forge", [id], signal)).toEqual([asStored(log())]);
+      const page = await h.read({ combinedLogRegex: "nul\\x00 \\[a,'b'\\]", includeAppLogs: true });
+      expect(page.records.map((r) => r.log)).toEqual([asStored(log())]);
+    });
+
+    it("still upserts a request written before the store was reopened", async () => {
+      const a = (status: number) => minimalLog({ requestId: rid("a"), endTime: t0 + 5n, status, line: [logLine(t0 + 1n, 1, "one")] });
+      await h.write(a(200));
+      await h.reopen();
+      expect(await h.write(a(503))).toEqual({ records: 1, lines: 0 });
+      expect(await h.stored("a")).toEqual([asStored(a(503))]);
+      expect((await h.usage()).buckets.map((b) => b.requests)).toEqual([1]);
+    });
+
     it("keeps the same request id of two apps as two requests", async () => {
       const forge = () => minimalLog({ requestId: rid("a"), status: 200 });
       const other = () => minimalLog({ appId: "other", requestId: rid("a"), status: 500 });

@@ -6,11 +6,12 @@ import { createClickHouseStatuses } from "./clickhouse-statuses.js";
 import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
 import { createGroupCommit, type GroupWork } from "./group-commit.js";
+import { createKnownKeys, type KnownKeys } from "./known-keys.js";
 import { loadMeta, migrate } from "./migrate.js";
 import { createRecordReader } from "./record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
 import { createSnapshotPaging } from "./snapshot-paging.js";
-import { createSqlClient } from "./sql-client.js";
+import { createSqlClient, type SqlClient } from "./sql-client.js";
 import { createTableLayout } from "./table-layout.js";
 import { storageError } from "./storage-error.js";
 import { createTailChanges } from "./tail-changes.js";
@@ -48,6 +49,16 @@ function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHo
   });
 }
 
+/** The keys of every request stored (of every version: an expired one only costs a lookup), sized for twice as many. */
+async function loadKnownKeys(sql: SqlClient): Promise<KnownKeys> {
+  const [stored] = await sql.rows<{ n: string }>("SELECT count() AS n FROM requests");
+  const known = createKnownKeys(Math.max(1 << 20, 2 * Number(stored!.n)));
+  for await (const key of sql.stream<{ app: string; request_id: string }>("SELECT app, request_id FROM requests")) {
+    known.add(key.app, key.request_id);
+  }
+  return known;
+}
+
 /**
  * Opens (creating and migrating) a ClickHouse database as a reqlog backend.
  * One process writes a database: the change sequence lives in it (see
@@ -68,9 +79,11 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const client = clientOf(options, options.database);
   const sql = createSqlClient(client);
   let meta: Awaited<ReturnType<typeof loadMeta>>;
+  let known: KnownKeys;
   try {
     await migrate(sql, layout);
     meta = await loadMeta(sql);
+    known = await loadKnownKeys(sql);
   } catch (err) {
     await client.close();
     throw storageError(err);
@@ -80,7 +93,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const seq = createChangeSequence(meta.lastSeq);
   const history = { floor: meta.movesFloor };
   const listeners = new Set<() => void>();
-  const commit = createGroupCommit(sql, seq, () => {
+  const commit = createGroupCommit(sql, seq, known, () => {
     for (const listener of listeners) listener();
   });
   const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);

@@ -1,6 +1,7 @@
 import type { ChangeSequence } from "./change-sequence.js";
+import type { KnownKeys } from "./known-keys.js";
 import { type RequestRow, requestKey } from "./request-row.js";
-import { changeRecord, createRequestWriter, type RequestWriter, type StoredState, storedLineKey } from "./request-writer.js";
+import { changeColumns, changeLine, createRequestWriter, type RequestWriter, type StoredState, storedLineKey } from "./request-writer.js";
 import type { SqlClient } from "./sql-client.js";
 import { sqlInt, sqlList, sqlString } from "./sql-literal.js";
 import type { Outcome } from "./write-batcher.js";
@@ -40,12 +41,13 @@ function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
  * materialized views split it into requests, lines, moves and rollups).
  * Retention's tombstones go the same way.
  */
-export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, onCommit: () => void) {
+export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: KnownKeys, onCommit: () => void) {
   async function load(touches: readonly Touch[]): Promise<StoredState> {
     const state: StoredState = { rows: new Map(), lines: new Map() };
-    if (touches.length === 0) return state;
+    // Only requests that may be stored are looked up (known-keys.ts).
     const ids = new Map<string, Set<string>>();
-    for (const t of touches) addTo(ids, t.app, sqlString(t.requestId));
+    for (const t of touches) if (known.mayHave(t.app, t.requestId)) addTo(ids, t.app, sqlString(t.requestId));
+    if (ids.size === 0) return state;
     // Which exist first (a scan of the key columns): most writes are of new
     // requests, and then the whole rows need not be read at all.
     const stored = new Map<string, Set<string>>();
@@ -83,7 +85,8 @@ export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, onCommit:
   /** Inserts the writer's changes in one INSERT; then they count as committed. */
   async function save(writer: RequestWriter): Promise<void> {
     if (writer.changes.length > 0) {
-      await sql.insert("request_changes", writer.changes.map(changeRecord));
+      for (const { row } of writer.changes) known.add(row.app, row.request_id);
+      await sql.insertText("request_changes", changeColumns, writer.changes.map(changeLine).join(""));
       seq.commit(BigInt(writer.changes.at(-1)!.row.seq));
     }
     onCommit();

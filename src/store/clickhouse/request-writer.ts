@@ -1,12 +1,22 @@
-import { isFieldSet } from "@bufbuild/protobuf";
+import { isFieldSet, ScalarType } from "@bufbuild/protobuf";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../domain/records.js";
 import { latencyBucket } from "../../domain/latency-histogram.js";
 import { formatCombined } from "../../format/combined-line.js";
 import { statsFactsOf } from "../../write/stats-facts.js";
 import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
-import { finishedSetBit, moduleSetBit, placeholderRecord, type RequestRow, recordColumns, requestKey, rowToLog } from "./request-row.js";
+import {
+  fieldColumns,
+  finishedSetBit,
+  moduleSetBit,
+  placeholderRecord,
+  type RequestRow,
+  recordColumns,
+  requestKey,
+  rowToLog,
+} from "./request-row.js";
 import { bytesToText } from "./sql-literal.js";
+import { tsvNumbers, tsvStrings, tsvValue } from "./tab-separated.js";
 
 /** What a group of writes starts from, loaded before it runs (group-commit.ts). */
 export interface StoredState {
@@ -251,7 +261,7 @@ function statsCellOf(row: RequestRow | undefined) {
 }
 
 /** The Stats cells a change leaves (-1) and joins (+1), and the client IPs and user agents it moves, as request_changes' arrays. */
-function statsArrays(row: RequestRow, prev: RequestRow | undefined): Record<string, unknown[]> {
+function statsArrays(row: RequestRow, prev: RequestRow | undefined): string[] {
   const joins = statsCellOf(row);
   const leaves = statsCellOf(prev);
   // A change that leaves the request where it counted (new lines, a late in-progress write) moves nothing.
@@ -264,48 +274,73 @@ function statsArrays(row: RequestRow, prev: RequestRow | undefined): Record<stri
     { sign, hour: c.hour, kind: 0, name: c.ip, error: c.error },
     { sign, hour: c.hour, kind: 1, name: c.userAgent, error: c.error },
   ]);
-  return {
-    stats_sign: cells.map(([sign]) => sign),
-    stats_hour: cells.map(([, c]) => c.hour),
-    stats_route: cells.map(([, c]) => c.route),
-    stats_module: cells.map(([, c]) => c.module),
-    stats_version: cells.map(([, c]) => c.version),
-    stats_class: cells.map(([, c]) => c.statusClass),
-    stats_agent: cells.map(([, c]) => c.userAgent),
-    stats_bucket: cells.map(([, c]) => latencyBucket(c.latencyUs)),
-    stats_error: cells.map(([, c]) => (c.error ? 1 : 0)),
-    stats_latency: cells.map(([, c]) => c.latencyUs),
-    stats_bytes: cells.map(([, c]) => c.bytes),
-    client_sign: clients.map((c) => c.sign),
-    client_hour: clients.map((c) => c.hour),
-    client_kind: clients.map((c) => c.kind),
-    client_name: clients.map((c) => c.name),
-    client_error: clients.map((c) => (c.error ? 1 : 0)),
-  };
+  return [
+    tsvNumbers(cells.map(([sign]) => sign)),
+    tsvNumbers(cells.map(([, c]) => c.hour)),
+    tsvStrings(cells.map(([, c]) => c.route)),
+    tsvStrings(cells.map(([, c]) => c.module)),
+    tsvStrings(cells.map(([, c]) => c.version)),
+    tsvNumbers(cells.map(([, c]) => c.statusClass)),
+    tsvStrings(cells.map(([, c]) => c.userAgent)),
+    tsvNumbers(cells.map(([, c]) => latencyBucket(c.latencyUs))),
+    tsvNumbers(cells.map(([, c]) => (c.error ? 1 : 0))),
+    tsvNumbers(cells.map(([, c]) => c.latencyUs)),
+    tsvNumbers(cells.map(([, c]) => c.bytes)),
+    tsvNumbers(clients.map((c) => c.sign)),
+    tsvNumbers(clients.map((c) => c.hour)),
+    tsvNumbers(clients.map((c) => c.kind)),
+    tsvStrings(clients.map((c) => c.name)),
+    tsvNumbers(clients.map((c) => (c.error ? 1 : 0))),
+  ];
 }
 
-/** A change as request_changes takes it (migration 001): the row, its rollup shares, its move and its new lines. */
-export function changeRecord({ row, prev, lines }: Change): Record<string, unknown> {
+/** The columns of a request version (requests' own, migration 001), in the order changeLine writes them. */
+const rowColumns: readonly string[] = [
+  "app", "request_id", "rkey", "created_at", "seq", "deleted", "has_record", "finished", "sort_time", "updated_at",
+  "module_id", "version_id", "max_level", "line_count", "line_bytes", "record_bytes", "combined", "set_fields", "extra",
+  ...fieldColumns.map((f) => f.name),
+];
+
+/** The text columns of a row; the others are numbers. */
+const textColumns = new Set([
+  "app", "request_id", "module_id", "version_id", "combined", "extra",
+  ...fieldColumns.filter((f) => f.fieldKind === "scalar" && f.scalar === ScalarType.STRING).map((f) => f.name),
+]);
+
+/** A column's value, or its default where the row leaves it out (a tombstone carries only what it needs). */
+const columnValue = (row: RequestRow, column: string) => row[column] ?? (textColumns.has(column) ? "" : 0);
+
+/** request_changes' columns, in the order changeLine writes them. */
+export const changeColumns: readonly string[] = [
+  ...rowColumns,
+  "share_hour", "share_version_id", "share_requests", "share_bytes", "share_lines",
+  "prev_hour", "prev_version_id", "prev_requests", "prev_bytes", "prev_lines",
+  "moved", "prev_sort_time",
+  "line_time", "line_pos", "line_level", "line_message",
+  "stats_sign", "stats_hour", "stats_route", "stats_module", "stats_version", "stats_class", "stats_agent",
+  "stats_bucket", "stats_error", "stats_latency", "stats_bytes",
+  "client_sign", "client_hour", "client_kind", "client_name", "client_error",
+];
+
+/**
+ * A change as request_changes takes it (migration 001), one TabSeparated
+ * line of `changeColumns`: the row, its rollup shares, its move, its new
+ * lines and its Stats cells.
+ */
+export function changeLine({ row, prev, lines }: Change): string {
   const share = shareOf(row);
   const before = shareOf(prev);
-  return {
+  const fields = rowColumns.map((column) => tsvValue(columnValue(row, column)));
+  fields.push(
+    String(share.hour), tsvValue(share.versionId), String(share.requests), String(share.bytes), String(share.lines),
+    String(before.hour), tsvValue(before.versionId), String(before.requests), String(before.bytes), String(before.lines),
+    prev && row.deleted === 0 && prev.sort_time !== row.sort_time ? "1" : "0",
+    prev?.sort_time ?? "0",
+    tsvNumbers(lines.map((l) => String(l.time))),
+    tsvNumbers(lines.map((l) => l.pos)),
+    tsvNumbers(lines.map((l) => l.level)),
+    tsvStrings(lines.map((l) => l.message)),
     ...statsArrays(row, prev),
-    ...row,
-    share_hour: String(share.hour),
-    share_version_id: share.versionId,
-    share_requests: share.requests,
-    share_bytes: share.bytes,
-    share_lines: share.lines,
-    prev_hour: String(before.hour),
-    prev_version_id: before.versionId,
-    prev_requests: before.requests,
-    prev_bytes: before.bytes,
-    prev_lines: before.lines,
-    moved: prev && row.deleted === 0 && prev.sort_time !== row.sort_time ? 1 : 0,
-    prev_sort_time: prev?.sort_time ?? "0",
-    line_time: lines.map((l) => String(l.time)),
-    line_pos: lines.map((l) => l.pos),
-    line_level: lines.map((l) => l.level),
-    line_message: lines.map((l) => l.message),
-  };
+  );
+  return `${fields.join("\t")}\n`;
 }

@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import type { ClickHouseClient } from "@clickhouse/client";
 
 /**
@@ -13,6 +14,8 @@ export interface SqlClient {
   command(query: string, signal?: AbortSignal): Promise<void>;
   /** Inserts rows (64-bit integers as strings) in one INSERT. */
   insert(table: string, rows: readonly object[]): Promise<void>;
+  /** Inserts TabSeparated text (tab-separated.ts) of these columns in one INSERT. */
+  insertText(table: string, columns: readonly string[], text: string): Promise<void>;
 }
 
 export function createSqlClient(client: ClickHouseClient): SqlClient {
@@ -41,6 +44,16 @@ export function createSqlClient(client: ClickHouseClient): SqlClient {
     async insert(table, rows) {
       if (rows.length === 0) return;
       await client.insert({ table, values: rows as object[], format: "JSONEachRow" });
+    },
+
+    async insertText(table, columns, text) {
+      if (text === "") return;
+      await client.insert({
+        table,
+        values: Readable.from([Buffer.from(text)], { objectMode: false }),
+        format: "TabSeparated",
+        columns: columns as [string, ...string[]],
+      });
     },
   };
 }

@@ -1,0 +1,227 @@
+/**
+ * What the benches that compare reqlog with a peer database share: timed
+ * runs, writing the same records to several targets in turn, the rows raw
+ * ClickHouse stores for a record, reqlog servers in child processes, and a
+ * table of figures with each side's ratio to the first.
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { ClickHouseClient } from "@clickhouse/client";
+import { type RequestLog, RequestLogSchema, type WriteRequest, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { createLogServiceClient, type LogServiceClient } from "../../src/client/log-service-client.js";
+import { formatCombined } from "../../src/format/combined-line.js";
+import { benchDbPath, median, trafficRecords } from "../load.js";
+import { type ChildServer, startChildServer } from "./child-server.js";
+
+/** The median of `runs` timed calls (ms), after one untimed warm-up call. */
+export async function timedRuns(runs: number, f: () => Promise<unknown>): Promise<number> {
+  await f();
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await f();
+    times.push(performance.now() - t);
+  }
+  return median(times);
+}
+
+/** Calls each side's runs in turn, `rounds` times (timings drift over minutes here): each side's median. */
+export async function alternating(rounds: number, runsPerRound: number, sides: (() => Promise<unknown>)[]): Promise<number[]> {
+  const times: number[][] = sides.map(() => []);
+  for (const side of sides) await side(); // warm
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, side] of sides.entries()) {
+      for (let r = 0; r < runsPerRound; r++) {
+        const t = performance.now();
+        await side();
+        times[i]!.push(performance.now() - t);
+      }
+    }
+  }
+  return times.map(median);
+}
+
+const sortTime = (log: RequestLog) => (log.finished ? log.endTime : log.startTime);
+
+/** The row raw ClickHouse stores for a record: its fields, the combined line, its serialized size and lines as a Nested column. */
+export function clickhouseRow(log: RequestLog) {
+  return {
+    app_id: log.appId,
+    module_id: log.moduleId,
+    version_id: log.versionId,
+    request_id: Buffer.from(log.requestId).toString("latin1"),
+    ip: log.ip,
+    nickname: log.nickname,
+    start_time: Number(log.startTime),
+    end_time: Number(log.endTime),
+    sort_time: Number(sortTime(log)),
+    latency: Number(log.latency),
+    mcycles: Number(log.mcycles),
+    method: log.method,
+    resource: log.resource,
+    http_version: log.httpVersion,
+    status: log.status,
+    response_size: Number(log.responseSize),
+    referrer: log.referrer,
+    user_agent: log.userAgent,
+    combined: log.combined || formatCombined(log),
+    host: log.host,
+    replica_index: log.replicaIndex,
+    finished: log.finished ? 1 : 0,
+    bytes: toBinary(RequestLogSchema, log).length,
+    "line.time": log.line.map((l) => Number(l.time)),
+    "line.level": log.line.map((l) => l.level),
+    "line.message": log.line.map((l) => l.logMessage),
+  };
+}
+
+/** The raw table: every field, time-ordered per app (the 132 B/request reference). */
+export const clickhouseTable = (name: string) => `
+  CREATE TABLE ${name} (
+    app_id String, module_id String, version_id String, request_id String, ip String, nickname String,
+    start_time UInt64, end_time UInt64, sort_time UInt64, latency UInt64, mcycles UInt64,
+    method String, resource String, http_version String, status Int32, response_size UInt64,
+    referrer String, user_agent String, combined String, host String, replica_index Int32, finished UInt8,
+    bytes UInt32,
+    line Nested(time UInt64, level Int32, message String)
+  ) ENGINE = MergeTree ORDER BY (app_id, sort_time, request_id)`;
+
+/** The raw table's record columns (what a page returns). */
+export const recordColumns =
+  "app_id, module_id, version_id, request_id, ip, nickname, start_time, end_time, latency, mcycles, method, resource, " +
+  "http_version, status, response_size, referrer, user_agent, combined, host, replica_index, finished";
+
+export async function chRows<T>(ch: ClickHouseClient, query: string): Promise<T[]> {
+  return (await (await ch.query({ query, format: "JSONEachRow" })).json()) as T[];
+}
+
+/** A ClickHouse string literal. */
+export const chString = (s: string) => `'${s.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
+
+export interface WriteTarget<T> {
+  /** What the client holds before it sends (built ahead, not timed). */
+  prepare(batch: RequestLog[]): T;
+  write(prepared: T): Promise<void>;
+}
+
+/**
+ * Sends `total` records in batches of `batchSize`, `concurrency` calls in
+ * flight, to each target in turn, 100,000 records at a time: all meet the
+ * machine in the same state (this VM's disk and page cache drift over
+ * minutes). Records are built ahead, so only sending is timed. Returns each
+ * target's records/s.
+ */
+export async function writeEach(
+  targets: WriteTarget<unknown>[],
+  total: number,
+  batchSize: number,
+  concurrency: number,
+  seed: number,
+): Promise<number[]> {
+  const chunk = 100_000;
+  const records = trafficRecords(total, seed);
+  const sendingMs = targets.map(() => 0);
+  for (let done = 0; done < total; done += chunk) {
+    const batches: RequestLog[][] = [];
+    for (let i = 0; i < Math.min(chunk, total - done); i += batchSize) {
+      const batch: RequestLog[] = [];
+      for (let k = 0; k < batchSize; k++) {
+        const next = records.next();
+        if (next.done) break;
+        batch.push(next.value);
+      }
+      if (batch.length > 0) batches.push(batch);
+    }
+    // Who goes first alternates by chunk.
+    const order = targets.map((_, i) => i);
+    if ((done / chunk) % 2 === 1) order.reverse();
+    for (const t of order) {
+      const target = targets[t]!;
+      const prepared = batches.map((b) => target.prepare(b));
+      const started = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < prepared.length) await target.write(prepared[next++]!);
+        }),
+      );
+      sendingMs[t]! += performance.now() - started;
+    }
+    process.stdout.write(`  ${(done + Math.min(chunk, total - done)).toLocaleString()}\r`);
+  }
+  return sendingMs.map((ms) => total / (ms / 1000));
+}
+
+/** Waits until ClickHouse has no merge running (at most 5 minutes), so its background work does not weigh on what is timed next. */
+export async function clickhouseSettled(ch: ClickHouseClient): Promise<void> {
+  const deadline = Date.now() + 300_000;
+  while (Date.now() < deadline) {
+    const [row] = await chRows<{ n: string }>(ch, "SELECT count() AS n FROM system.merges");
+    if (Number(row!.n) === 0) return;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+export function reqlogTarget(client: LogServiceClient): WriteTarget<WriteRequest> {
+  return {
+    prepare: (batch) => create(WriteRequestSchema, { log: batch }),
+    async write(request) {
+      const r = await client.write(request);
+      if (r.records !== request.log.length) throw new Error(`reqlog stored ${r.records} of ${request.log.length} records`);
+    },
+  };
+}
+
+/** ClickHouse's rows are built ahead too (combined line, size): its client serializes them as JSONEachRow when it sends. */
+export function clickhouseTarget(ch: ClickHouseClient, table: string): WriteTarget<ReturnType<typeof clickhouseRow>[]> {
+  return {
+    prepare: (batch) => batch.map(clickhouseRow),
+    async write(rows) {
+      await ch.insert({ table, values: rows, format: "JSONEachRow" });
+    },
+  };
+}
+
+/** `reqlog serve` in a child process with a client of it; `dbPath` is its SQLite file (on the SQLite store). */
+export type ReqlogChild = ChildServer & { dbPath: string; client: LogServiceClient };
+
+/**
+ * `reqlog serve` in a child process, on a fresh SQLite file, or on the
+ * store `storeFlags` name; scans unbounded (a bench's regex visits every row).
+ */
+export async function serveReqlog(name: string, storeFlags: string[] = []): Promise<ReqlogChild> {
+  const dbPath = benchDbPath(name);
+  const server = await startChildServer([
+    "--db", dbPath, "--listen", "127.0.0.1:0", "--log-level", "info", "--sync", "normal",
+    "--read-scan-rows", "100000000", "--read-scan-ms", "600000", ...storeFlags,
+  ]);
+  process.once("exit", () => server.process.kill("SIGKILL"));
+  return { ...server, dbPath, client: createLogServiceClient({ server: server.address }) };
+}
+
+/** Closes the client, then stops `reqlog serve` gracefully. */
+export async function stopReqlog(server: ReqlogChild): Promise<void> {
+  server.client.close();
+  await server.stop();
+}
+
+export interface Figure {
+  label: string;
+  /** One value per side, in the order of the table's columns. */
+  values: (number | undefined)[];
+  unit: string;
+  goal?: string;
+}
+
+/** A markdown table: each side's value, and each other side's ratio to the first. */
+export function printTable(figures: Figure[], sides: string[]): void {
+  const fmt = (x: number | undefined, unit: string) =>
+    x === undefined ? "—" : `${x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(2)} ${unit}`;
+  const ratios = sides.slice(1).map((s) => `${sides[0]} / ${s}`);
+  console.log(`\n| measure | ${sides.join(" | ")} | ${ratios.join(" | ")} | goal |`);
+  console.log(`|---|${sides.map(() => "---:").join("|")}|${ratios.map(() => "---:").join("|")}|---|`);
+  for (const f of figures) {
+    const [ours, ...peers] = f.values;
+    const r = peers.map((p) => (ours === undefined || p === undefined ? "—" : `${(ours / p).toFixed(2)}×`));
+    console.log(`| ${f.label} | ${f.values.map((v) => fmt(v, f.unit)).join(" | ")} | ${r.join(" | ")} | ${f.goal ?? ""} |`);
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Rows in ClickHouse's TabSeparated format, the cheapest it parses (and the
+ * cheapest to write here: one string per row, no object per row to
+ * serialize). A value is escaped as TabSeparated asks (backslash, tab,
+ * newline, carriage return, NUL); a string inside an array is a quoted
+ * literal, escaped the same way plus its quote.
+ */
+const special = /[\\\t\n\r\0]/;
+const specials = /[\\\t\n\r\0]/g;
+const quotedSpecials = /[\\\t\n\r\0']/g;
+const escapes: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\0": "\\0", "'": "\\'" };
+
+/** A scalar field. */
+export function tsvValue(value: string | number): string {
+  if (typeof value === "number") return String(value);
+  return special.test(value) ? value.replace(specials, (c) => escapes[c]!) : value;
+}
+
+/** An array of numbers (or integers as decimal strings). */
+export function tsvNumbers(values: readonly (string | number)[]): string {
+  return `[${values.join(",")}]`;
+}
+
+/** An array of strings. */
+export function tsvStrings(values: readonly string[]): string {
+  return `[${values.map((v) => `'${v.replace(quotedSpecials, (c) => escapes[c]!)}'`).join(",")}]`;
+}
