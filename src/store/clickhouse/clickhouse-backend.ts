@@ -53,9 +53,7 @@ function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHo
 async function loadKnownKeys(sql: SqlClient): Promise<KnownKeys> {
   const [stored] = await sql.rows<{ n: string }>("SELECT count() AS n FROM requests");
   const known = createKnownKeys(Math.max(1 << 20, 2 * Number(stored!.n)));
-  for await (const key of sql.stream<{ app: string; request_id: string }>("SELECT app, request_id FROM requests")) {
-    known.add(key.app, key.request_id);
-  }
+  for await (const [app, requestId] of sql.stream("SELECT app, request_id FROM requests")) known.add(app!, requestId!);
   return known;
 }
 

@@ -80,7 +80,7 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       where.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
     }
     // The row past the budget is examined too (as on SQLite): rows + 1.
-    return sql.stream<{ sort_time: string; rkey: string; request_id: string; matches: number }>(
+    return sql.stream(
       `SELECT sort_time, rkey, request_id, ${and(planFilters(plan))} AS matches FROM requests FINAL
        WHERE ${where.join(" AND ")} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(plan.budget.rows + 1)}`,
       signal,
@@ -104,8 +104,8 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
     };
     let c = 0;
     let examined = 0;
-    scan: for await (const scanned of unchangedScan(plan, snapshot, after, signal)) {
-      const row: Candidate = { sortTime: BigInt(scanned.sort_time), rkey: BigInt(scanned.rkey), requestId: scanned.request_id };
+    scan: for await (const [sortTime, rkey, requestId, matches] of unchangedScan(plan, snapshot, after, signal)) {
+      const row: Candidate = { sortTime: BigInt(sortTime!), rkey: BigInt(rkey!), requestId: requestId! };
       for (; c < changed.length && newer(changed[c]!, row); c++) {
         last = changed[c];
         if (take(changed[c]!)) break scan;
@@ -113,7 +113,7 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       if (signal.aborted) throw ReqlogError.cancelled();
       last = row;
       examined++;
-      if (scanned.matches === 1 && take(row)) break;
+      if (matches === "1" && take(row)) break;
       // Budget spent (rows or time): the page ends after this row, matching or not.
       if (examined > plan.budget.rows || performance.now() > deadline) {
         next = row;

@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
 import type { ClickHouseClient } from "@clickhouse/client";
+import { tsvFields } from "./tab-separated.js";
 
 /**
  * The few ways the backend talks to ClickHouse, over @clickhouse/client:
@@ -9,8 +10,12 @@ import type { ClickHouseClient } from "@clickhouse/client";
  */
 export interface SqlClient {
   rows<T>(query: string, signal?: AbortSignal): Promise<T[]>;
-  /** Rows one at a time; leaving the loop early closes the response. */
-  stream<T>(query: string, signal?: AbortSignal): AsyncGenerator<T>;
+  /**
+   * Rows one at a time, each its fields as text (TabSeparated, unescaped:
+   * far cheaper to take apart than a JSON object a row, on scans of
+   * millions); leaving the loop early closes the response.
+   */
+  stream(query: string, signal?: AbortSignal): AsyncGenerator<string[]>;
   command(query: string, signal?: AbortSignal): Promise<void>;
   /** Inserts rows (64-bit integers as strings) in one INSERT. */
   insert(table: string, rows: readonly object[]): Promise<void>;
@@ -25,12 +30,11 @@ export function createSqlClient(client: ClickHouseClient): SqlClient {
       return result.json<T>();
     },
 
-    async *stream<T>(query: string, signal?: AbortSignal) {
-      // (JSONEachRow: ClickHouse 18.16 has no JSONCompactEachRow.)
-      const result = await client.query({ query, format: "JSONEachRow", abort_signal: signal });
+    async *stream(query: string, signal?: AbortSignal) {
+      const result = await client.query({ query, format: "TabSeparated", abort_signal: signal });
       try {
         for await (const rows of result.stream()) {
-          for (const row of rows) yield row.json<T>();
+          for (const row of rows) yield tsvFields(row.text);
         }
       } finally {
         result.close();

@@ -25,3 +25,15 @@ export function tsvNumbers(values: readonly (string | number)[]): string {
 export function tsvStrings(values: readonly string[]): string {
   return `[${values.map((v) => `'${v.replace(quotedSpecials, (c) => escapes[c]!)}'`).join(",")}]`;
 }
+
+const unescapes: Record<string, string> = { "\\": "\\", t: "\t", n: "\n", r: "\r", "0": "\0", "'": "'", b: "\b", f: "\f" };
+
+/** The fields of a TabSeparated line ClickHouse wrote (scalars only), unescaped. */
+export function tsvFields(line: string): string[] {
+  const fields = line.split("\t");
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]!;
+    if (field.includes("\\")) fields[i] = field.replace(/\\(.)/gs, (_, c: string) => unescapes[c] ?? c);
+  }
+  return fields;
+}
