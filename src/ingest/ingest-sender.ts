@@ -32,13 +32,8 @@ export interface IngestSenderOptions {
   stop?: AbortSignal;
 }
 
-/**
- * Codes a retry cannot fix: the server refused the batch, the token, or the
- * call, or failed inside (INTERNAL: a retry would fail the same way;
- * UNAVAILABLE is what a storage fault that may pass gives).
- */
+/** Codes a retry cannot fix: the server refused the batch, the token, or the call. */
 const final = new Set<Code>([
-  Code.Internal,
   Code.InvalidArgument,
   Code.Unauthenticated,
   Code.PermissionDenied,
@@ -49,6 +44,17 @@ const final = new Set<Code>([
   Code.AlreadyExists,
   Code.DataLoss,
 ]);
+
+/**
+ * Whether a failure is final. INTERNAL is, when the server says so (its
+ * statuses carry an ErrorInfo; UNAVAILABLE is what a storage fault that may
+ * pass gives): a retry would fail the same way. Without details it is the
+ * connection's (Connect reports a broken HTTP/2 session as INTERNAL).
+ */
+function isFinal(err: unknown): err is ConnectError {
+  if (!(err instanceof ConnectError)) return false;
+  return final.has(err.code) || (err.code === Code.Internal && err.details.length > 0);
+}
 
 function reasonOf(err: unknown): string {
   if (err instanceof ConnectError) return err.rawMessage || `status ${Code[err.code]}`;
@@ -94,6 +100,8 @@ export async function sendBatches<M>(
   let sourceDone = false;
   let attempt = 0;
   let wake: (() => void) | undefined;
+  let sourceError: { error: unknown } | undefined;
+  let ackError: { error: unknown } | undefined;
   const room = () =>
     unacked.length < window ? Promise.resolve() : new Promise<void>((resolve) => (wake = resolve));
   const wakeUp = () => {
@@ -114,7 +122,14 @@ export async function sendBatches<M>(
       await room();
       if (mine !== attempt) return;
       if (sourceDone || options.stop?.aborted) return;
-      const next = await batches.next();
+      let next: IteratorResult<OutgoingBatch<M>>;
+      try {
+        next = await batches.next();
+      } catch (err) {
+        // The source failed (a file could not be read): that ends the sending, not this stream only.
+        sourceError = { error: err };
+        throw err;
+      }
       if (next.done) {
         sourceDone = true;
         return;
@@ -146,15 +161,22 @@ export async function sendBatches<M>(
         wakeUp();
         failingSince = undefined;
         delay = backoff.first;
-        await onAck(oldest.meta, ack);
+        try {
+          await onAck(oldest.meta, ack);
+        } catch (err) {
+          ackError = { error: err };
+          throw err;
+        }
       }
       if (unacked.length === 0 && (sourceDone || options.stop?.aborted)) return;
       throw new ConnectError(`the Ingest stream ended with ${unacked.length} batches unacknowledged`, Code.Unavailable);
     } catch (err) {
       attempt++; // the requests of this stream stop; its unsent batches go to the next
       wakeUp();
-      if (err instanceof ConnectError && final.has(err.code)) throw new Error(reasonOf(err), { cause: err });
-      if (!(err instanceof ConnectError)) throw err;
+      if (sourceError) throw sourceError.error;
+      if (ackError) throw ackError.error;
+      if (isFinal(err)) throw new Error(reasonOf(err), { cause: err });
+      // Anything else is the connection's (refused, reset, the server shutting down): try again.
       // Stopping: what is unacknowledged stays so (a file's saved position does not pass it).
       if (options.stop?.aborted) return;
       failingSince ??= Date.now();
