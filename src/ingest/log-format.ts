@@ -25,30 +25,41 @@ export type Escape = "default" | "json" | "none";
 
 type Element = { literal: string } | { variable: string };
 
-/** The shapes of the variables nginx writes in a fixed form. */
-const shapes: Record<string, string> = {
-  status: "\\d{3}",
-  body_bytes_sent: "\\d+|-",
-  bytes_sent: "\\d+|-",
-  request_length: "\\d+|-",
-  request_time: "\\d+(?:\\.\\d+)?|-",
-  msec: "\\d+(?:\\.\\d+)?",
-  time_local: "\\d{2}/[A-Za-z]{3}/\\d{4}:\\d{2}:\\d{2}:\\d{2} [+-]\\d{4}",
-  time_iso8601: "\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d+)?(?:Z|[+-]\\d{2}:?\\d{2})",
-  remote_addr: "\\S+",
-};
+/** nginx's list of figures, one per upstream tried: "0.004, 0.002 : 0.001" (", " between servers, " : " between groups). */
+const upstreamList = (item: string) => `(?:${item})(?:(?:, | : )(?:${item}))*`;
+const seconds = "\\d+(?:\\.\\d+)?|-";
+const word = "\\S+";
 
-/** What a variable's shape is, in words, for `explain`. */
-const shapeNames: Record<string, string> = {
-  status: "a 3-digit status",
-  body_bytes_sent: "a byte count or -",
-  bytes_sent: "a byte count or -",
-  request_length: "a byte count or -",
-  request_time: "seconds or -",
-  msec: "seconds since the epoch",
-  time_local: "a time such as 18/Nov/2026:11:06:40 +0000",
-  time_iso8601: "an ISO 8601 time",
-  remote_addr: "an address",
+/**
+ * The shapes of the variables nginx writes in a fixed form, with what each
+ * is in words (for `explain`). Shaping the space-free ones matters: an
+ * unshaped variable before them would otherwise take what is theirs.
+ */
+const shapes: Record<string, [pattern: string, name: string]> = {
+  status: ["\\d{3}", "a 3-digit status"],
+  body_bytes_sent: ["\\d+|-", "a byte count or -"],
+  bytes_sent: ["\\d+|-", "a byte count or -"],
+  request_length: ["\\d+|-", "a byte count or -"],
+  request_time: [seconds, "seconds or -"],
+  msec: ["\\d+(?:\\.\\d+)?", "seconds since the epoch"],
+  time_local: ["\\d{2}/[A-Za-z]{3}/\\d{4}:\\d{2}:\\d{2}:\\d{2} [+-]\\d{4}", "a time such as 18/Nov/2026:11:06:40 +0000"],
+  time_iso8601: ["\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d+)?(?:Z|[+-]\\d{2}:?\\d{2})", "an ISO 8601 time"],
+  upstream_response_time: [upstreamList(seconds), "upstream seconds (0.004, 0.002 : 0.001) or -"],
+  upstream_connect_time: [upstreamList(seconds), "upstream seconds or -"],
+  upstream_header_time: [upstreamList(seconds), "upstream seconds or -"],
+  upstream_status: [upstreamList("\\d{3}|-"), "upstream statuses or -"],
+  upstream_addr: [upstreamList("[^\\s,]+"), "upstream addresses"],
+  remote_addr: [word, "an address"],
+  remote_port: [word, "a port"],
+  server_addr: [word, "an address"],
+  server_port: [word, "a port"],
+  host: [word, "a host name"],
+  server_name: [word, "a host name"],
+  scheme: [word, "a scheme"],
+  request_id: [word, "a request id"],
+  connection: [word, "a connection number"],
+  connection_requests: [word, "a count"],
+  pipe: [word, "p or ."],
 };
 
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
@@ -157,7 +168,7 @@ export function compileLogFormat(spec: string, escape?: Escape): LogFormat {
       pattern += escapeRegex(element.literal);
     } else {
       const shape = shapes[element.variable];
-      pattern += shape !== undefined ? `(${shape})` : "(.*?)";
+      pattern += shape !== undefined ? `(${shape[0]})` : "(.*?)";
       variables.push(element.variable);
     }
   }
@@ -205,10 +216,10 @@ function explainMismatch(elements: Element[], line: string): string {
     const name = element.variable;
     const shape = shapes[name];
     if (shape !== undefined) {
-      const m = new RegExp(`(?:${shape})`, "y");
+      const m = new RegExp(`(?:${shape[0]})`, "y");
       m.lastIndex = at;
       const found = m.exec(line);
-      if (!found) return `expected $${name} (${shapeNames[name]}) at column ${at + 1}, found ${excerpt(line, at)}`;
+      if (!found) return `expected $${name} (${shape[1]}) at column ${at + 1}, found ${excerpt(line, at)}`;
       at += found[0].length;
       continue;
     }
