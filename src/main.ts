@@ -9,6 +9,7 @@ import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli
 import { type StatsOptions, statsCommand } from "./cli/stats.js";
 import { type ImportOptions, importCommand } from "./cli/import.js";
 import { type ShipOptions, shipCommand } from "./cli/ship.js";
+import { defaultOtlpMapping } from "./ingest/otlp-log-records.js";
 import { type UsageOptions, usageCommand } from "./cli/usage.js";
 import { parseCount, parseDuration, parseHttpListen, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
@@ -171,6 +172,11 @@ for (const name of limitNames) {
   );
 }
 storeOptions(serveCommand);
+serveCommand
+  .addOption(new Option("--otlp-app-attribute <name>", "OTLP resource attribute naming the app").env("REQLOG_OTLP_APP_ATTRIBUTE").default(defaultOtlpMapping.appAttribute))
+  .addOption(new Option("--otlp-version-attribute <name>", "OTLP resource attribute naming the version").env("REQLOG_OTLP_VERSION_ATTRIBUTE").default(defaultOtlpMapping.versionAttribute))
+  .addOption(new Option("--otlp-module-attribute <name>", "OTLP resource attribute naming the module (default: none, module default)").env("REQLOG_OTLP_MODULE_ATTRIBUTE"))
+  .addOption(new Option("--otlp-default-version <id>", "version of OTLP records whose resource names none").env("REQLOG_OTLP_DEFAULT_VERSION").default(defaultOtlpMapping.defaultVersion));
 serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
@@ -190,6 +196,12 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
       clientCa: opts.tlsClientCa as string | undefined,
     },
     limits,
+    otlp: {
+      appAttribute: opts.otlpAppAttribute as string,
+      versionAttribute: opts.otlpVersionAttribute as string,
+      moduleAttribute: opts.otlpModuleAttribute as string | undefined,
+      defaultVersion: opts.otlpDefaultVersion as string,
+    },
   });
 });
 
