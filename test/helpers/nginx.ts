@@ -5,11 +5,11 @@
  * the test's choosing, proxying to an app the test runs. Never skipped: it
  * is installed, or the start fails with the reason.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort, startLocalProcess, withDebianPackage } from "./local-process.js";
 
 export interface NginxOptions {
   /** Where requests go: http://127.0.0.1:PORT of the test's app. */
@@ -36,36 +36,9 @@ export interface NginxServer {
 
 const binary = "/usr/sbin/nginx";
 
-/** Debian's nginx binary, installing the package when it is missing. */
-function nginxBinary(): string {
-  if (existsSync(binary)) return binary;
-  console.log("nginx is missing: installing Debian's nginx package (apt-get update, apt-get install nginx) …");
-  // RUNLEVEL=1: the package's init script must not start a system nginx on port 80.
-  const install = spawnSync(
-    "sh",
-    ["-c", "apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx"],
-    { stdio: "inherit" },
-  );
-  if (install.status !== 0 || !existsSync(binary)) {
-    throw new Error(`cannot install nginx: apt-get exited with ${install.status ?? install.signal} (it needs root and a reachable Debian mirror)`);
-  }
-  return binary;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 /** Starts nginx in the foreground (master and one worker) and resolves once it answers. */
 export async function startNginx(options: NginxOptions): Promise<NginxServer> {
-  const nginx = nginxBinary();
+  const nginx = withDebianPackage("nginx", () => (existsSync(binary) ? binary : undefined));
   const prefix = mkdtempSync(join(tmpdir(), "reqlog-nginx-"));
   for (const dir of ["logs", "tmp"]) mkdirSync(join(prefix, dir));
   const port = await freePort();
@@ -104,32 +77,19 @@ ${logs}
 }
 `,
   );
-  const child: ChildProcess = spawn(nginx, ["-p", prefix, "-c", join(prefix, "nginx.conf"), "-e", join(prefix, "logs", "error.log")], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
-  let exited = false;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  void gone.then(() => (exited = true));
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
+  const server = startLocalProcess(nginx, ["-p", prefix, "-c", join(prefix, "nginx.conf"), "-e", join(prefix, "logs", "error.log")]);
   const errors = () => {
     const file = join(prefix, "logs", "error.log");
-    return `${stderr}${existsSync(file) ? readFileSync(file, "utf8") : ""}`;
+    return `${server.stderr()}${existsSync(file) ? readFileSync(file, "utf8") : ""}`;
   };
   const stop = async () => {
-    process.off("exit", killOnExit);
-    if (!exited) {
-      child.kill("SIGQUIT"); // graceful: finishes requests, flushes logs
-      await gone;
-    }
+    await server.stop("SIGQUIT"); // graceful: finishes requests, flushes logs
     rmSync(prefix, { recursive: true, force: true });
   };
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 15_000;
   for (;;) {
-    if (exited) {
+    if (server.exited()) {
       const why = errors();
       await stop();
       throw new Error(`nginx exited at start:\n${why}`);
@@ -154,7 +114,7 @@ ${logs}
     url,
     prefix,
     log: (name) => join(prefix, "logs", name),
-    reopen: () => void child.kill("SIGUSR1"),
+    reopen: () => void server.child.kill("SIGUSR1"),
     errors,
     stop,
   };

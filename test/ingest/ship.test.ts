@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChildServer, mainScript, startChildServer } from "../../bench/harness/child-server.js";
 import { createLogServiceClient, type LogServiceClient } from "../../src/client/log-service-client.js";
+import { freePort } from "../helpers/local-process.js";
 import { type ForgeApp, type SentRequest, sendMany, startForgeApp } from "../helpers/forge-app.js";
 import { type NginxServer, startNginx } from "../helpers/nginx.js";
 import { eventually, readAll } from "../helpers/read-all.js";
@@ -26,15 +26,6 @@ afterAll(async () => {
   await app?.close();
   if (folder) rmSync(folder, { recursive: true, force: true });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** `reqlog ship --follow` in a child process, its stderr kept. */
 function startShip(server: string, state: string, log: string): { child: ChildProcess; stderr: () => string } {
