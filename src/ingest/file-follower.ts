@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { createReadStream } from "node:fs";
 import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -200,16 +201,8 @@ async function findRotated(path: string, identity: string): Promise<{ path: stri
   return undefined;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
+/** Waits `ms`, or less when `signal` aborts. */
+const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
 /**
  * Follows a log file as `tail -F` does, through rotation, yielding chunks

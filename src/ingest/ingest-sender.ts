@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
@@ -61,16 +62,8 @@ function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-const sleep = (ms: number, stop?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      stop?.removeEventListener("abort", done);
-      resolve();
-    }
-    stop?.addEventListener("abort", done, { once: true });
-  });
+/** Waits `ms`, or less when `signal` aborts. */
+const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal }).catch(() => {});
 
 /**
  * Sends batches of records over Ingest and calls `onAck` with each batch's
