@@ -23,7 +23,7 @@ import { mainScript, startChildServer } from "./harness/child-server.js";
 import { benchStart, median } from "./load.js";
 
 const total = Number(process.argv[2] ?? 1_000_000);
-const rounds = 2;
+const rounds = 3;
 const folder = mkdtempSync(join(tmpdir(), "reqlog-import-bench-"));
 const log = join(folder, "access.log");
 

@@ -272,11 +272,11 @@ rollupCommand("stats", "print requests, errors, bytes and latency percentiles pe
   });
 
 /** A command that reads access logs into an app (import, ship): where records go and how lines are read. */
-function accessLogCommand(name: string, description: string): Command {
+function accessLogCommand(name: string, description: string, files: string): Command {
   return program
     .command(name)
     .description(description)
-    .argument("<file...>", "access log files (plain or gzip; - for stdin)")
+    .argument("<file...>", files)
     .addOption(serverOption())
     .addOption(tokenOption())
     .addOption(tlsOption())
@@ -290,7 +290,7 @@ function accessLogCommand(name: string, description: string): Command {
     .addOption(new Option("--batch <n>", "lines per Ingest batch").default(1000).argParser(arg(parsePositiveInt, "--batch")));
 }
 
-accessLogCommand("import", "import access logs (nginx, Apache, the forge, or an nginx log_format) as request records")
+accessLogCommand("import", "import access logs (nginx, Apache, the forge, or an nginx log_format) as request records", "access log files (plain or gzip; - for stdin)")
   .option("--json", "print only a JSON summary (no progress bar, rejected lines in the summary)", false)
   .option("--no-progress", "no progress bar on a terminal")
   .addOption(new Option("--retry-for <duration>", "keep retrying this long while the server is unreachable").default(30_000, "30s").argParser(arg(parseDuration, "--retry-for")))
@@ -298,7 +298,7 @@ accessLogCommand("import", "import access logs (nginx, Apache, the forge, or an 
     process.exitCode = await importCommand(files, opts);
   });
 
-accessLogCommand("ship", "send access logs as they are written, through rotation, resuming where it stopped")
+accessLogCommand("ship", "send access logs as they are written, through rotation, resuming where it stopped", "access log files to follow (the paths the server writes to)")
   .option("--follow", "keep following the files (else ship what is there and exit)", false)
   .option("--state <file>", "where positions are saved (default: reqlog-ship-<hash>.state.json here)")
   .addOption(new Option("--rotate-wait <duration>", "read a rotated file until it has not grown for this long").default(5000, "5s").argParser(arg(parseDuration, "--rotate-wait")))

@@ -56,6 +56,7 @@ type Meta = { position: FilePosition } | { done: string };
  * acknowledged. Returns the exit status: 0, or 1 when lines were rejected.
  */
 export async function shipCommand(files: string[], options: ShipOptions, output: CommandOutput = defaultOutput): Promise<number> {
+  if (files.includes("-")) throw new Error("ship follows files by their path: for stdin, use reqlog import -");
   const parser = accessLogParser(options);
   const statePath = options.state ?? defaultStatePath(options.app, files);
   const state = openShipState(statePath);

@@ -21,7 +21,9 @@ import { failureOf } from "../helpers/test-client.js";
 import { readAll } from "../helpers/read-all.js";
 import { useTestServer } from "../helpers/test-server.js";
 
-const ts = useTestServer({ http: true, limits: { maxRecordsPerWrite: 5, maxLineBytes: 200 } });
+const ts = useTestServer({ http: true, limits: { maxRecordsPerWrite: 5, maxLineBytes: 200, maxLinesPerFlush: 2, rateLimit: 2 }, monotonicNow: () => clock });
+/** The rate limiter's clock (ms): still, so a token's calls per second add up within a test. */
+const clock = 0;
 
 /** What the SDK's diagnostics said (an exporter reports partial success and failures there). */
 let said: string[];
@@ -142,6 +144,19 @@ describe("the OTLP logs receiver, with the OpenTelemetry JS SDK's exporters", ()
     expect(said).toEqual([]);
     const { token: reader } = await ts.backend.tokens.create({ name: "reader", scopes: ["read:logs"] });
     checkArrived(await readAll(ts.connect({ token: reader }), "forge"));
+  });
+
+  it("takes the gRPC exporter on the HTTP port too (gRPC over h2c), and counts the calls in /metrics", async () => {
+    const { provider, logger } = sdk(new GrpcLogExporter({ url: `http://${ts.httpAddress}` }));
+    logOneRequest(logger);
+    await provider.forceFlush();
+    await provider.shutdown();
+    expect(said).toEqual([]);
+    checkArrived(await readAll(ts.client, "forge"));
+    const metrics = await (await fetch(`http://${ts.httpAddress}/metrics`)).text();
+    expect(metrics).toMatch(
+      /grpc_server_handled_total\{[^}]*grpc_service="opentelemetry\.proto\.collector\.logs\.v1\.LogsService",grpc_method="Export"[^}]*grpc_code="OK"[^}]*\} 1/,
+    );
   });
 
   it("refuses the SDK's export without a valid token, over gRPC and HTTP, and stores nothing", async () => {
@@ -269,6 +284,18 @@ describe("partial success, limits and errors", () => {
     );
   });
 
+  it("refuses more log records of one request than max-lines-per-flush, naming the limit", async () => {
+    const otlp = createClient(LogsService, createGrpcTransport({ baseUrl: `http://${ts.server.address}` }));
+    const many = Array.from({ length: 3 }, (_, i) => ({ timeUnixNano: at + BigInt(i), body: str(`line ${i}`), traceId: Buffer.from(traceId, "hex") }));
+    const err = await otlp.export(exportRequest(many)).then(() => undefined, (e: unknown) => e);
+    expect(failureOf(err)).toEqual({
+      code: 3,
+      reason: "INVALID_REQUEST",
+      details: `number of log records of one request (${traceId}) in an Export is 3, over the limit max-lines-per-flush=2`,
+    });
+    expect(ts.db.prepare("SELECT count(*) AS n FROM requests").get()).toEqual({ n: 0 });
+  });
+
   it("refuses a token limited to another app with PERMISSION_DENIED (403 over HTTP)", async () => {
     const { token } = await ts.backend.tokens.create({ name: "other", scopes: ["write:logs"], apps: ["other"] });
     const otlp = createClient(LogsService, createGrpcTransport({ baseUrl: `http://${ts.server.address}` }));
@@ -285,5 +312,26 @@ describe("partial success, limits and errors", () => {
     });
     expect(http.status).toBe(403);
     expect(ts.db.prepare("SELECT count(*) AS n FROM requests").get()).toEqual({ n: 0 });
+  });
+});
+
+describe("tokens and rates on OTLP/HTTP", () => {
+  it("names the token's one app when the resource has none, and answers 429 with Retry-After past --rate-limit", async () => {
+    const { token } = await ts.backend.tokens.create({ name: "otel", scopes: ["write:logs"], apps: ["forge"] });
+    const post = () =>
+      fetch(`http://${ts.httpAddress}/v1/logs`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        body: JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: String(at), body: { stringValue: "no service.name" } }] }] }] }),
+      });
+    expect([(await post()).status, (await post()).status]).toEqual([200, 200]);
+    const limited = await post();
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(await limited.json()).toMatchObject({ code: 8, details: expect.arrayContaining([expect.objectContaining({ "@type": "type.googleapis.com/google.rpc.RetryInfo" })]) });
+    const { token: reader } = await ts.backend.tokens.create({ name: "reader", scopes: ["read:logs"] });
+    const [perResource] = await readAll(ts.connect({ token: reader }), "forge");
+    expect(perResource!.appId).toBe("forge");
+    expect(perResource!.line.map((l) => l.logMessage)).toEqual(["no service.name"]);
   });
 });
