@@ -83,21 +83,19 @@ export function formatSummary(s: ImportSummary): string {
  */
 export async function importCommand(files: string[], options: ImportOptions, output: CommandOutput = defaultOutput): Promise<number> {
   const parser = accessLogParser(options);
-  const inputs = files.map((file) => {
-    if (file !== "-") {
-      try {
-        statSync(file);
-      } catch (err) {
-        throw new Error(`cannot read ${file}: ${err instanceof Error ? err.message : err}`, { cause: err });
-      }
+  // Every file is looked at before anything is sent: a missing one fails the import up front.
+  const sizes = files.map((file) => {
+    if (file === "-") return undefined;
+    try {
+      return statSync(file).size;
+    } catch (err) {
+      throw new Error(`cannot read ${file}: ${err instanceof Error ? err.message : err}`, { cause: err });
     }
-    return file;
   });
   const rejected = createRejectedLines({
     rejectFile: options.rejectFile,
     report: options.json ? undefined : (r) => output.stderr.write(`${r.file}:${r.line}: ${r.problem}\n`),
   });
-  const sizes = inputs.map((f) => (f === "-" ? undefined : statSync(f).size));
   const total = sizes.includes(undefined) ? undefined : sizes.reduce<number>((a, b) => a + b!, 0);
   const progress: ImportProgress | undefined =
     options.progress && !options.json && output.stderr.isTTY ? createImportProgress(total, output.stderr) : undefined;
@@ -109,7 +107,7 @@ export async function importCommand(files: string[], options: ImportOptions, out
   let readBefore = 0;
 
   async function* batches(): AsyncGenerator<OutgoingBatch<undefined>> {
-    for (const file of inputs) {
+    for (const file of files) {
       const input = openLogInput(file);
       for await (const chunk of lineChunks(input.bytes, options.batch)) {
         lines += chunk.lines.length;
@@ -135,7 +133,7 @@ export async function importCommand(files: string[], options: ImportOptions, out
     await rejected.close();
   }
   const summary: ImportSummary = {
-    files: inputs,
+    files,
     lines,
     records,
     rejected: rejected.count,

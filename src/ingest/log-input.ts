@@ -1,4 +1,4 @@
-import { createReadStream, statSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 
@@ -6,11 +6,9 @@ import { createGunzip } from "node:zlib";
 export interface LogInput {
   /** The name to report it by ("-" is stdin). */
   name: string;
-  /** Its size on disk (compressed, for a gzip file); undefined for stdin. */
-  size: number | undefined;
   /** The log's bytes, decompressed. */
   bytes: AsyncIterable<Uint8Array>;
-  /** Bytes read from the file (compressed, for a gzip file) so far: progress against `size`. */
+  /** Bytes read from the file (compressed, for a gzip file) so far: progress against its size on disk. */
   read(): number;
 }
 
@@ -24,7 +22,6 @@ const isGzip = (head: Uint8Array) => head.length >= 2 && head[0] === 0x1f && hea
  */
 export function openLogInput(path: string): LogInput {
   const raw = path === "-" ? process.stdin : createReadStream(path, { highWaterMark: 1 << 20 });
-  const size = path === "-" ? undefined : statSync(path).size;
   let read = 0;
   async function* bytes(): AsyncGenerator<Uint8Array> {
     const chunks = raw[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -47,5 +44,5 @@ export function openLogInput(path: string): LogInput {
     if (isGzip(first.value)) yield* Readable.from(all()).pipe(createGunzip({ chunkSize: 1 << 20 }));
     else yield* all();
   }
-  return { name: path, size, bytes: bytes(), read: () => read };
+  return { name: path, bytes: bytes(), read: () => read };
 }
