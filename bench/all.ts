@@ -22,6 +22,7 @@ const benches: [string, string[], string[]][] = [
   ["usage-bench", ["10000", "10000000"], ["1000", "100000"]],
   ["read-bench", ["1000000"], ["100000"]],
   ["rss-bench", ["600"], ["20"]],
+  ["import-bench", ["1000000"], ["50000"]],
 ];
 
 const out = createWriteStream(join(packageRoot(), "bench-results.txt"));

@@ -1,6 +1,7 @@
 import ms from "ms";
 import { defaultLimits, type Limits } from "./limits.js";
 import type { SyncMode } from "./store/sqlite/open-database.js";
+import type { OtlpMapping } from "./ingest/otlp-log-records.js";
 
 /** Everything `reqlog serve` is configured with; flags and REQLOG_* variables fill it. */
 export interface ServeConfig {
@@ -25,6 +26,8 @@ export interface ServeConfig {
   /** Serve on a non-loopback address without tokens (loudly logged). */
   allowRemoteWithoutAuth: boolean;
   limits: Limits;
+  /** Which resource attributes name the app, version and module of OTLP log records. */
+  otlp?: OtlpMapping;
 }
 
 export interface ClickHouseConfig {

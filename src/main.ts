@@ -7,6 +7,9 @@ import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
 import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli/token.js";
 import { type StatsOptions, statsCommand } from "./cli/stats.js";
+import { type ImportOptions, importCommand } from "./cli/import.js";
+import { type ShipOptions, shipCommand } from "./cli/ship.js";
+import { defaultOtlpMapping } from "./ingest/otlp-log-records.js";
 import { type UsageOptions, usageCommand } from "./cli/usage.js";
 import { parseCount, parseDuration, parseHttpListen, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
@@ -176,6 +179,11 @@ for (const name of limitNames) {
   );
 }
 storeOptions(serveCommand);
+serveCommand
+  .addOption(new Option("--otlp-app-attribute <name>", "OTLP resource attribute naming the app").env("REQLOG_OTLP_APP_ATTRIBUTE").default(defaultOtlpMapping.appAttribute))
+  .addOption(new Option("--otlp-version-attribute <name>", "OTLP resource attribute naming the version").env("REQLOG_OTLP_VERSION_ATTRIBUTE").default(defaultOtlpMapping.versionAttribute))
+  .addOption(new Option("--otlp-module-attribute <name>", "OTLP resource attribute naming the module (default: none, module default)").env("REQLOG_OTLP_MODULE_ATTRIBUTE"))
+  .addOption(new Option("--otlp-default-version <id>", "version of OTLP records whose resource names none").env("REQLOG_OTLP_DEFAULT_VERSION").default(defaultOtlpMapping.defaultVersion));
 serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
@@ -195,6 +203,12 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
       clientCa: opts.tlsClientCa as string | undefined,
     },
     limits,
+    otlp: {
+      appAttribute: opts.otlpAppAttribute as string,
+      versionAttribute: opts.otlpVersionAttribute as string,
+      moduleAttribute: opts.otlpModuleAttribute as string | undefined,
+      defaultVersion: opts.otlpDefaultVersion as string,
+    },
   });
 });
 
@@ -262,6 +276,42 @@ rollupCommand("stats", "print requests, errors, bytes and latency percentiles pe
   .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
   .action(async (opts: StatsOptions) => {
     await statsCommand(opts);
+  });
+
+/** A command that reads access logs into an app (import, ship): where records go and how lines are read. */
+function accessLogCommand(name: string, description: string, files: string): Command {
+  return program
+    .command(name)
+    .description(description)
+    .argument("<file...>", files)
+    .addOption(serverOption())
+    .addOption(tokenOption())
+    .addOption(tlsOption())
+    .requiredOption("--app <id>", "app the requests are stored under")
+    .option("--module <id>", "module (default: default)")
+    .option("--version <id>", "version", "access-log")
+    .addOption(new Option("--format <name>", "line format (auto: combined or common)").choices(["auto", "combined", "common", "forge"]).default("auto"))
+    .option("--log-format <format>", "an nginx log_format instead, e.g. '$remote_addr - $remote_user [$time_local] \"$request\" $status ...'")
+    .option("--routes <file>", "route templates adding to (or replacing) the forge's, for url_map_entry")
+    .option("--reject-file <file>", "append every line that does not parse to this file")
+    .addOption(new Option("--batch <n>", "lines per Ingest batch").default(1000).argParser(arg(parsePositiveInt, "--batch")));
+}
+
+accessLogCommand("import", "import access logs (nginx, Apache, the forge, or an nginx log_format) as request records", "access log files (plain or gzip; - for stdin)")
+  .option("--json", "print only a JSON summary (no progress bar, rejected lines in the summary)", false)
+  .option("--no-progress", "no progress bar on a terminal")
+  .addOption(new Option("--retry-for <duration>", "keep retrying this long while the server is unreachable").default(30_000, "30s").argParser(arg(parseDuration, "--retry-for")))
+  .action(async (files: string[], opts: ImportOptions) => {
+    process.exitCode = await importCommand(files, opts);
+  });
+
+accessLogCommand("ship", "send access logs as they are written, through rotation, resuming where it stopped", "access log files to follow (the paths the server writes to)")
+  .option("--follow", "keep following the files (else ship what is there and exit)", false)
+  .option("--state <file>", "where positions are saved (default: reqlog-ship-<hash>.state.json here)")
+  .addOption(new Option("--rotate-wait <duration>", "read a rotated file until it has not grown for this long").default(5000, "5s").argParser(arg(parseDuration, "--rotate-wait")))
+  .addOption(new Option("--poll <duration>", "how often files are looked at when nothing is new").default(250, "250ms").argParser(arg(parseDuration, "--poll")))
+  .action(async (files: string[], opts: ShipOptions) => {
+    process.exitCode = await shipCommand(files, opts);
   });
 
 const token = program.command("token").description("manage access tokens (kept as hashes in the database)");

@@ -7,6 +7,8 @@ import { connectRoutes } from "./http/connect-service.js";
 import { type PageHandler, type RunningHttpServer, startHttpServer } from "./http/http-server.js";
 import type { Limits } from "./limits.js";
 import { createMetrics, type ReqlogMetrics } from "./metrics/metrics.js";
+import { otlpHttpPage } from "./http/otlp-http.js";
+import type { OtlpMapping } from "./ingest/otlp-log-records.js";
 import { noObserver } from "./service/call-outcome.js";
 import { createLogService, type LogServiceCore } from "./service/log-service.js";
 import type { Backend } from "./store/store.js";
@@ -29,6 +31,8 @@ export interface ReqlogServerOptions {
   tls?: TlsFiles;
   /** The rate limiter's clock (ms), for tests. */
   monotonicNow?: () => number;
+  /** Which resource attributes name the app, version and module of OTLP log records. */
+  otlp?: OtlpMapping;
 }
 
 export interface ReqlogServer {
@@ -55,7 +59,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       : undefined;
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
-  const service = createLogService({ store, statuses: backend.statuses, limits, auth });
+  const service = createLogService({ store, statuses: backend.statuses, limits, auth, otlp: options.otlp });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {
@@ -77,6 +81,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
         return true;
       });
     }
+    pages.push(otlpHttpPage(service, { logger, observer, maxBytes: limits.maxMessageBytes }));
     pages.push(...(options.pages ?? []));
     http = await startHttpServer({
       listen: options.httpListen,

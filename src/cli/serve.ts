@@ -35,6 +35,7 @@ export async function serve(config: ServeConfig): Promise<void> {
     pages: config.httpListen !== undefined ? [dashboardPages()] : undefined,
     tls: config.tls,
     limits: config.limits,
+    otlp: config.otlp,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     logger,
     credentials,

@@ -11,12 +11,9 @@ import type { Logger } from "pino";
 import { Code } from "../reqlog-error.js";
 import { type CallMetadata, type OpenCall, openCall } from "../service/call-context.js";
 import { type CallObserver, noObserver } from "../service/call-outcome.js";
-import {
-  type LogServiceCore,
-  LogService,
-  type MethodName,
-  methodAccess,
-} from "../service/log-service.js";
+import type { DescService } from "@bufbuild/protobuf";
+import type { Access, Authorizer } from "../auth/authorizer.js";
+import { type LogServiceCore, LogService, methodAccess } from "../service/log-service.js";
 import type { Decoded } from "./service-definition.js";
 import { failure } from "./status-metadata.js";
 
@@ -146,17 +143,29 @@ export function grpcImplementation(
   logger: Logger,
   observer: CallObserver = noObserver,
 ): UntypedServiceImplementation {
+  return serviceImplementation(LogService, core.handlers, methodAccess, core.auth, logger, observer);
+}
+
+/** The grpc-js implementation of any service whose methods have handlers (OTLP's LogsService too). */
+export function serviceImplementation(
+  service: DescService,
+  handlers: Record<string, unknown>,
+  accessOf: Record<string, Access>,
+  auth: Authorizer,
+  logger: Logger,
+  observer: CallObserver = noObserver,
+): UntypedServiceImplementation {
   const implementation: UntypedServiceImplementation = {};
-  for (const method of LogService.methods) {
-    const name = method.localName as MethodName;
-    const access = methodAccess[name];
+  for (const method of service.methods) {
+    const name = method.localName;
+    const access = accessOf[name]!;
     const begin = () => observer.start(method.parent.typeName, method.name, method.methodKind, "grpc");
     const open = (call: AnyCall, signal: AbortSignal, onReady?: () => void) =>
-      openCall(core.auth, access, callMetadata(call.metadata), signal, onReady);
+      openCall(auth, access, callMetadata(call.metadata), signal, onReady);
     let handle: UntypedHandleCall;
     switch (method.methodKind) {
       case "unary": {
-        const handler = core.handlers[name] as unknown as (req: unknown, ctx: unknown) => Promise<unknown>;
+        const handler = handlers[name] as (req: unknown, ctx: unknown) => Promise<unknown>;
         handle = (call: ServerUnaryCall<Decoded<unknown>, unknown>, callback: sendUnaryData<unknown>) => {
           const signal = cancellation(call);
           const finish = begin();
@@ -180,7 +189,7 @@ export function grpcImplementation(
         break;
       }
       case "server_streaming": {
-        const handler = core.handlers[name] as unknown as (req: unknown, ctx: unknown) => AsyncIterable<unknown>;
+        const handler = handlers[name] as (req: unknown, ctx: unknown) => AsyncIterable<unknown>;
         handle = (call: ServerWritableStream<Decoded<unknown>, unknown>) => {
           const signal = cancellation(call);
           const finish = begin();
@@ -195,7 +204,7 @@ export function grpcImplementation(
         break;
       }
       case "bidi_streaming": {
-        const handler = core.handlers[name] as unknown as (req: AsyncIterable<unknown>, ctx: unknown) => AsyncIterable<unknown>;
+        const handler = handlers[name] as (req: AsyncIterable<unknown>, ctx: unknown) => AsyncIterable<unknown>;
         handle = (call: ServerDuplexStream<Decoded<unknown>, unknown>) => {
           const signal = cancellation(call);
           const finish = begin();
@@ -209,7 +218,7 @@ export function grpcImplementation(
         break;
       }
       default:
-        throw new Error(`LogService.${method.name}: ${method.methodKind} methods are not served`);
+        throw new Error(`${service.name}.${method.name}: ${method.methodKind} methods are not served`);
     }
     implementation[method.localName] = handle;
   }

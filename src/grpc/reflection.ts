@@ -7,13 +7,16 @@ import { file_grpc_reflection_v1alpha_reflection } from "../../gen/grpc/reflecti
 import { file_google_rpc_status } from "../../gen/google/rpc/status_pb.js";
 import { file_health_v1_health } from "../../gen/health/v1/health_pb.js";
 import { file_reqlog_v1_log_service } from "../../gen/reqlog/v1/log_service_pb.js";
+import { file_opentelemetry_proto_collector_logs_v1_logs_service } from "../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb.js";
 
 /**
- * The files that reflection describes: ours, health, reflection itself, and
- * google.rpc.Status/ErrorInfo so clients can decode error details.
+ * The files that reflection describes: ours, OTLP's logs service, health,
+ * reflection itself, and google.rpc.Status/ErrorInfo so clients can decode
+ * error details.
  */
 const servedFiles = [
   file_reqlog_v1_log_service,
+  file_opentelemetry_proto_collector_logs_v1_logs_service,
   file_google_rpc_status,
   file_health_v1_health,
   file_grpc_reflection_v1_reflection,

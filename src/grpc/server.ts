@@ -3,8 +3,8 @@ import { HealthImplementation } from "grpc-health-check";
 import type { Logger } from "pino";
 import { allObservers, type CallObserver, noObserver } from "../service/call-outcome.js";
 import type { LogServiceCore } from "../service/log-service.js";
-import { LogService } from "../service/log-service.js";
-import { type CallCounter, createCallCounter, grpcImplementation } from "./adapters.js";
+import { LogService, LogsService, otlpMethodAccess } from "../service/log-service.js";
+import { type CallCounter, createCallCounter, grpcImplementation, serviceImplementation } from "./adapters.js";
 import { addReflection } from "./reflection.js";
 import { serverDefinition } from "./service-definition.js";
 
@@ -34,7 +34,7 @@ export interface RunningServer {
 }
 
 /** The health service names whose status the server reports. */
-const healthNames = ["", LogService.typeName];
+const healthNames = ["", LogService.typeName, LogsService.typeName];
 
 /** Builds the gRPC server, binds it and starts serving. */
 export async function startServer(core: LogServiceCore, options: ServerOptions): Promise<RunningServer> {
@@ -46,7 +46,13 @@ export async function startServer(core: LogServiceCore, options: ServerOptions):
     "grpc.max_receive_message_length": core.limits.maxMessageBytes * 2,
   });
   const calls = createCallCounter();
-  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger, allObservers(calls, options.observer ?? noObserver)));
+  const observer = allObservers(calls, options.observer ?? noObserver);
+  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger, observer));
+  // OTLP/gRPC log exporters (OpenTelemetry SDKs, the Collector) send to the same port.
+  server.addService(
+    serverDefinition(LogsService, core.limits.maxMessageBytes),
+    serviceImplementation(LogsService, core.otlp, otlpMethodAccess, core.auth, logger, observer),
+  );
   const health = new HealthImplementation(Object.fromEntries(healthNames.map((n) => [n, "SERVING"])));
   health.addToServer(server as unknown as Parameters<typeof health.addToServer>[0]);
   addReflection(server);

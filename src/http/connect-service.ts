@@ -1,16 +1,17 @@
-import type { DescMethod } from "@bufbuild/protobuf";
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import type { Access, Authorizer } from "../auth/authorizer.js";
 import { type Code, ConnectError, type ConnectRouter, decodeBinaryHeader, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { Code as StatusCode, ReqlogError } from "../reqlog-error.js";
 import { type CallMetadata, type OpenCall, openCall } from "../service/call-context.js";
 import { type CallObserver, callFailure, errorDetails, noObserver } from "../service/call-outcome.js";
-import { LogService, type LogServiceCore, type MethodName, methodAccess } from "../service/log-service.js";
+import { LogService, type LogServiceCore, LogsService, methodAccess, otlpMethodAccess } from "../service/log-service.js";
 
 /**
  * HTTP headers as call metadata: `-bin` headers are base64 (as gRPC and
  * Connect send them), several values of one header arrive joined by commas.
  */
-function headerMetadata(headers: Headers): CallMetadata {
+export function headerMetadata(headers: Headers): CallMetadata {
   return {
     get(key) {
       const value = headers.get(key);
@@ -92,14 +93,32 @@ type Streaming = (request: unknown, context: unknown) => AsyncIterable<unknown>;
  * once per call by openCall, with the same errors.
  */
 export function connectRoutes(core: LogServiceCore, logger: Logger, observer: CallObserver = noObserver) {
+  const logService = implementationOf(LogService, core.handlers, methodAccess, core.auth, logger, observer);
+  // OTLP/gRPC exporters pointed at the HTTP port (grpc over h2c) reach the same receiver.
+  const logsService = implementationOf(LogsService, core.otlp, otlpMethodAccess, core.auth, logger, observer);
+  return (router: ConnectRouter) => {
+    router.service(LogService, logService as never);
+    router.service(LogsService, logsService as never);
+  };
+}
+
+/** A Connect implementation of any service whose methods have handlers. */
+function implementationOf(
+  service: DescService,
+  handlers: Record<string, unknown>,
+  accessOf: Record<string, Access>,
+  auth: Authorizer,
+  logger: Logger,
+  observer: CallObserver,
+): Record<string, unknown> {
   const implementation: Record<string, unknown> = {};
-  for (const method of LogService.methods) {
-    const name = method.localName as MethodName;
-    const access = methodAccess[name];
+  for (const method of service.methods) {
+    const name = method.localName;
+    const access = accessOf[name]!;
     const open = (context: HandlerContext) =>
-      openCall(core.auth, access, headerMetadata(context.requestHeader), context.signal);
+      openCall(auth, access, headerMetadata(context.requestHeader), context.signal);
     if (method.methodKind === "unary") {
-      const handler = core.handlers[name] as unknown as Unary;
+      const handler = handlers[name] as Unary;
       implementation[name] = (request: unknown, context: HandlerContext) =>
         observed(method, observer, logger, async () => {
           const opened = await open(context);
@@ -108,15 +127,15 @@ export function connectRoutes(core: LogServiceCore, logger: Logger, observer: Ca
           return reply;
         });
     } else if (method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming") {
-      const handler = core.handlers[name] as unknown as Streaming;
+      const handler = handlers[name] as Streaming;
       implementation[name] = (input: unknown, context: HandlerContext) =>
         observedStream(method, observer, logger, async () => {
           const opened = await open(context);
           return authorized(handler(input, opened.context), opened);
         });
     } else {
-      throw ReqlogError.from(new Error(`LogService.${method.name}: ${method.methodKind} methods are not served`));
+      throw ReqlogError.from(new Error(`${service.name}.${method.name}: ${method.methodKind} methods are not served`));
     }
   }
-  return (router: ConnectRouter) => router.service(LogService, implementation as never);
+  return implementation;
 }

@@ -16,6 +16,14 @@ import type { OffsetCodec } from "../query/offset-codec.js";
 import { verifyUtf8 } from "../write/strict-utf8.js";
 import { lazyOffsetCodec } from "./offsets.js";
 import { createWriteHandler } from "./write.js";
+import {
+  type ExportLogsServiceRequest,
+  ExportLogsServiceRequestSchema,
+  type ExportLogsServiceResponse,
+  LogsService,
+} from "../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb.js";
+import { defaultOtlpMapping, type OtlpMapping } from "../ingest/otlp-log-records.js";
+import { createOtlpExportHandler } from "./otlp-export.js";
 
 type Methods = (typeof LogService)["method"];
 type In<M extends { input: DescMessage }> = MessageShape<M["input"]>;
@@ -49,12 +57,20 @@ export const methodAccess: Record<MethodName, Access> = {
   stats: "read",
 };
 
+/** OTLP's LogsService (opentelemetry.proto.collector.logs.v1), served beside the LogService. */
+export type OtlpLogsHandlers = { export: UnaryHandler<ExportLogsServiceRequest, ExportLogsServiceResponse> };
+
+/** The access OTLP's Export needs: it writes, as Write does. */
+export const otlpMethodAccess: Record<keyof OtlpLogsHandlers, Access> = { export: "write" };
+
 /** What the handlers are built from. */
 export interface ServiceDeps {
   store: Store;
   statuses: StatusStore;
   limits: Limits;
   auth: Authorizer;
+  /** Which resource attributes name the app, version and module of OTLP log records (service.name, service.version). */
+  otlp?: OtlpMapping;
 }
 
 /** ServiceDeps with what the service derives from them once, for every handler. */
@@ -66,6 +82,8 @@ export interface HandlerDeps extends ServiceDeps {
 /** The LogService, free of any transport: what a transport's edge serves. */
 export interface LogServiceCore {
   handlers: LogServiceHandlers;
+  /** The OTLP logs receiver, on the same store, tokens and limits. */
+  otlp: OtlpLogsHandlers;
   auth: Authorizer;
   limits: Limits;
   /** Ends every open Tail (server shutdown); open ones are counted for stats. */
@@ -75,6 +93,7 @@ export interface LogServiceCore {
 export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
   // Text that is not UTF-8 is refused when a request decodes, on every transport.
   for (const method of LogService.methods) verifyUtf8(method.input);
+  verifyUtf8(ExportLogsServiceRequestSchema);
   const deps: HandlerDeps = { ...serviceDeps, offsets: lazyOffsetCodec(serviceDeps.store) };
   const tails = createTailService(deps);
   return {
@@ -89,10 +108,11 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
       ingest: createIngestHandler(deps),
       stats: createStatsHandler(deps),
     },
+    otlp: { export: createOtlpExportHandler(deps, deps.otlp ?? defaultOtlpMapping) },
     auth: deps.auth,
     limits: deps.limits,
     tails: { endAll: tails.endAll, open: tails.open },
   };
 }
 
-export { LogService };
+export { LogService, LogsService };

@@ -41,15 +41,28 @@ describe.each([
   ["v1", reflectionV1],
   ["v1alpha", reflectionV1alpha],
 ] as const)("server reflection %s", (_name, version) => {
-  it("lists the LogService, health and reflection", async () => {
+  it("lists the LogService, OTLP's LogsService, health and reflection", async () => {
     const response = await reflect(version, { case: "listServices", value: "" });
     if (response.messageResponse.case !== "listServicesResponse") throw new Error(`unexpected ${response.messageResponse.case}`);
     expect(response.messageResponse.value.service.map((s) => s.name).sort()).toEqual([
       "grpc.health.v1.Health",
       "grpc.reflection.v1.ServerReflection",
       "grpc.reflection.v1alpha.ServerReflection",
+      "opentelemetry.proto.collector.logs.v1.LogsService",
       "reqlog.v1.LogService",
     ]);
+  });
+
+  it("describes OTLP's LogsService with partial_success in its reply", async () => {
+    const response = await reflect(version, { case: "fileContainingSymbol", value: "opentelemetry.proto.collector.logs.v1.LogsService" });
+    if (response.messageResponse.case !== "fileDescriptorResponse") throw new Error(`unexpected ${response.messageResponse.case}`);
+    const files = response.messageResponse.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b));
+    const main = files.find((f) => f.name === "opentelemetry/proto/collector/logs/v1/logs_service.proto");
+    expect(main?.service[0]?.method.map((m) => m.name)).toEqual(["Export"]);
+    expect(main?.messageType.find((m) => m.name === "ExportLogsServiceResponse")?.field.map((f) => f.name)).toEqual(["partial_success"]);
+    expect(files.map((f) => f.name)).toEqual(
+      expect.arrayContaining(["opentelemetry/proto/logs/v1/logs.proto", "opentelemetry/proto/common/v1/common.proto", "opentelemetry/proto/resource/v1/resource.proto"]),
+    );
   });
 
   it("describes the LogService from its proto2 file, with its dependencies", async () => {

@@ -5,12 +5,11 @@
  * temporary directory. Tests and benches share it; neither skips when
  * ClickHouse is missing: it is installed, or the start fails with the reason.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
+import { freePort, startLocalProcess, withDebianPackage } from "./local-process.js";
 
 export interface ClickHouseServer {
   /** Its HTTP interface, e.g. http://127.0.0.1:41234. */
@@ -67,21 +66,7 @@ function findBinary(): string[] | undefined {
 
 /** The server binary, installing Debian's clickhouse-server when it is missing (apt-get update first). */
 function clickhouseBinary(): string[] {
-  const found = findBinary();
-  if (found) return found;
-  console.log("clickhouse-server is missing: installing Debian's clickhouse-server package (apt-get update, apt-get install) …");
-  const install = spawnSync(
-    "sh",
-    ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clickhouse-server"],
-    { stdio: "inherit" },
-  );
-  const after = findBinary();
-  if (install.status !== 0 || !after) {
-    throw new Error(
-      `cannot install clickhouse-server: apt-get exited with ${install.status ?? install.signal} (it needs root and a reachable Debian mirror)`,
-    );
-  }
-  return after;
+  return withDebianPackage("clickhouse-server", findBinary);
 }
 
 /** Whether /dev/shm exists with room for a test server's data (a container's default 64 MB is too small). */
@@ -89,17 +74,6 @@ function roomInMemory(): boolean {
   if (!existsSync("/dev/shm")) return false;
   const fs = statfsSync("/dev/shm");
   return fs.bavail * fs.bsize > 1024 ** 3;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts a ClickHouse server of its own on loopback; throws (with its output) when it cannot. */
@@ -141,38 +115,24 @@ export async function startClickHouse(options: ClickHouseServerOptions = {}): Pr
 `,
   );
   const [command, ...args] = binary;
-  const child: ChildProcess = spawn(command!, [...args, `--config-file=${join(dir, "config.xml")}`], {
-    cwd: dir,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
-  let exited = false;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  void gone.then(() => (exited = true));
-  // A run that fails must not leave its server running.
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
+  // A run that fails must not leave its server running: it is killed when this process exits.
+  const server = startLocalProcess(command!, [...args, `--config-file=${join(dir, "config.xml")}`], dir);
 
   const url = `http://127.0.0.1:${httpPort}`;
   const client = createClient({ url, log: { level: ClickHouseLogLevel.OFF }, request_timeout: 600_000 });
   /** Stops the server with `signal` (if it still runs) and removes its folder unless kept. */
   const shutdown = async (signal: NodeJS.Signals) => {
     await client.close();
-    process.off("exit", killOnExit);
-    if (!exited) {
-      child.kill(signal);
-      await gone;
-    }
+    await server.stop(signal);
     if (!options.keep) rmSync(dir, { recursive: true, force: true });
   };
   const fail = async (why: string): Promise<never> => {
     await shutdown("SIGKILL");
-    throw new Error(`clickhouse-server ${why}\n${stderr}`);
+    throw new Error(`clickhouse-server ${why}\n${server.stderr()}`);
   };
   const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
   for (;;) {
-    if (exited) return fail(`exited at start (${command})`);
+    if (server.exited()) return fail(`exited at start (${command})`);
     if ((await client.ping()).success) break;
     if (Date.now() > deadline) return fail(`did not answer on ${url} within ${options.startTimeoutMs ?? 60_000} ms`);
     await new Promise((r) => setTimeout(r, 100));

@@ -1,0 +1,74 @@
+/**
+ * What the helpers that run a real server of the system's (ClickHouse,
+ * nginx) share: Debian's package installed when its binary is missing, a
+ * free loopback port, and the server run as a plain child process that a
+ * failing run cannot leave behind.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
+
+/** A port free on 127.0.0.1 now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * What `find` finds, installing Debian's `pkg` first when it finds nothing
+ * (apt-get update, apt-get install; it says so, and needs root). RUNLEVEL=1
+ * keeps a package's init script from starting a system service.
+ */
+export function withDebianPackage<T>(pkg: string, find: () => T | undefined): T {
+  const found = find();
+  if (found !== undefined) return found;
+  console.log(`${pkg} is missing: installing Debian's ${pkg} package (apt-get update, apt-get install) …`);
+  const install = spawnSync(
+    "sh",
+    ["-c", `apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${pkg}`],
+    { stdio: "inherit" },
+  );
+  const after = find();
+  if (install.status !== 0 || after === undefined) {
+    throw new Error(`cannot install ${pkg}: apt-get exited with ${install.status ?? install.signal} (it needs root and a reachable Debian mirror)`);
+  }
+  return after;
+}
+
+/** A server running as a child process, its stderr kept. */
+export interface LocalProcess {
+  child: ChildProcess;
+  stderr(): string;
+  exited(): boolean;
+  /** Stops it with `signal` (unless it has ended) and resolves once it has ended. */
+  stop(signal: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts `command`; it is killed when this process exits, so a run that fails does not leave it running. */
+export function startLocalProcess(command: string, args: string[], cwd?: string): LocalProcess {
+  const child = spawn(command, args, { cwd, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  let exited = false;
+  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  void gone.then(() => (exited = true));
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  return {
+    child,
+    stderr: () => stderr,
+    exited: () => exited,
+    async stop(signal) {
+      process.off("exit", killOnExit);
+      if (!exited) {
+        child.kill(signal);
+        await gone;
+      }
+    },
+  };
+}
