@@ -7,6 +7,7 @@
  * distributed_ddl, macros).
  */
 import { type ClickHouseServer, freeClickHousePorts, startClickHouse } from "./clickhouse-server.js";
+import { freePort } from "./local-process.js";
 import { startZooKeeper, type ZooKeeper } from "./zookeeper.js";
 
 export interface ClickHouseCluster {
@@ -26,7 +27,7 @@ export async function startClickHouseCluster(options: ClickHouseClusterOptions =
   const name = "reqlog_test";
   const shards = options.shards ?? 2;
   const ports = await Promise.all(Array.from({ length: shards }, () => freeClickHousePorts()));
-  const zookeeperPort = (await freeClickHousePorts()).tcp;
+  const zookeeperPort = await freePort();
   const zookeeper: ZooKeeper = await startZooKeeper(zookeeperPort);
   const servers: ClickHouseServer[] = [];
   const stop = async () => {

@@ -4,11 +4,11 @@
  * (saying so), run as a plain Java process on loopback with a config and
  * data folder in a temporary directory, stopped after.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startLocalProcess, withDebianPackage } from "./local-process.js";
 
 export interface ZooKeeper {
   port: number;
@@ -17,20 +17,6 @@ export interface ZooKeeper {
 
 const javaDir = "/usr/share/java";
 const zookeeperJar = join(javaDir, "zookeeper.jar");
-
-/** Debian's zookeeper (and Java), installed when missing. */
-function ensureZooKeeper(): void {
-  if (existsSync(zookeeperJar) && existsSync("/usr/bin/java")) return;
-  console.log("zookeeper is missing: installing Debian's zookeeper package (apt-get update, apt-get install) …");
-  const install = spawnSync(
-    "sh",
-    ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper"],
-    { stdio: "inherit" },
-  );
-  if (install.status !== 0 || !existsSync(zookeeperJar)) {
-    throw new Error(`cannot install zookeeper: apt-get exited with ${install.status ?? install.signal} (it needs root and a reachable Debian mirror)`);
-  }
-}
 
 /** Whether ZooKeeper answers "imok" to the four-letter "ruok" on its client port. */
 function answers(port: number): Promise<boolean> {
@@ -46,7 +32,7 @@ function answers(port: number): Promise<boolean> {
 
 /** Starts ZooKeeper on a loopback port; throws (with its output) when it cannot. */
 export async function startZooKeeper(port: number): Promise<ZooKeeper> {
-  ensureZooKeeper();
+  withDebianPackage("zookeeper", () => (existsSync(zookeeperJar) && existsSync("/usr/bin/java") ? true : undefined));
   const dir = mkdtempSync(join(tmpdir(), "reqlog-zookeeper-"));
   mkdirSync(join(dir, "data"));
   writeFileSync(
@@ -64,31 +50,21 @@ export async function startZooKeeper(port: number): Promise<ZooKeeper> {
   // Its log4j configuration: warnings only, to the console.
   writeFileSync(join(dir, "log4j.properties"), "log4j.rootLogger=WARN, C\nlog4j.appender.C=org.apache.log4j.ConsoleAppender\nlog4j.appender.C.layout=org.apache.log4j.PatternLayout\n");
   const classpath = [...readdirSync(javaDir).filter((f) => f.endsWith(".jar")).map((f) => join(javaDir, f)), dir].join(":");
-  const child: ChildProcess = spawn(
+  const zookeeper = startLocalProcess(
     "java",
     ["-Xmx256m", "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", join(dir, "zoo.cfg")],
-    { cwd: dir, stdio: ["ignore", "ignore", "pipe"] },
+    dir,
   );
-  let stderr = "";
-  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
-  let exited = false;
-  const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  void gone.then(() => (exited = true));
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
   const stop = async () => {
-    process.off("exit", killOnExit);
-    if (!exited) {
-      child.kill("SIGTERM");
-      await gone;
-    }
+    await zookeeper.stop("SIGTERM");
     rmSync(dir, { recursive: true, force: true });
   };
   const deadline = Date.now() + 60_000;
   while (!(await answers(port))) {
-    if (exited || Date.now() > deadline) {
+    if (zookeeper.exited() || Date.now() > deadline) {
       await stop();
-      throw new Error(`zookeeper ${exited ? "exited at start" : `did not answer on 127.0.0.1:${port} within 60 s`}\n${stderr}`);
+      const why = zookeeper.exited() ? "exited at start" : `did not answer on 127.0.0.1:${port} within 60 s`;
+      throw new Error(`zookeeper ${why}\n${zookeeper.stderr()}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
