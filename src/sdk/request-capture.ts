@@ -178,9 +178,25 @@ export function createRequestCapture(client: ReqlogClient, options: RequestLogge
   return { begin, stats: () => ({ ...stats }) };
 }
 
-/** The route Express matched, as a template (its router's mount path and the route's path). */
-export function expressRoute(req: IncomingMessage): string | undefined {
-  const route = (req as { route?: { path?: unknown } }).route;
-  if (!route || typeof route.path !== "string") return undefined;
-  return routeTemplate(((req as { baseUrl?: string }).baseUrl ?? "") + route.path);
+/**
+ * The route Express matches for `req`, as a template of its router's mount
+ * path and the route's path, read when Express assigns `req.route` (in
+ * Route#dispatch): by the time the response closes, a router the request
+ * left (an error passed on to an app-level handler) has put its baseUrl
+ * back. Not Express (no originalUrl): never a route.
+ */
+export function watchExpressRoute(req: IncomingMessage): () => string | undefined {
+  if (!("originalUrl" in req)) return () => undefined;
+  let template: string | undefined;
+  let route: unknown;
+  Object.defineProperty(req, "route", {
+    configurable: true,
+    enumerable: true,
+    get: () => route,
+    set(value: { path?: unknown } | undefined) {
+      route = value;
+      if (typeof value?.path === "string") template = routeTemplate(((req as { baseUrl?: string }).baseUrl ?? "") + value.path);
+    },
+  });
+  return () => template;
 }

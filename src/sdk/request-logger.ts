@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { runInScope } from "./app-log.js";
-import { createRequestCapture, expressRoute, type RequestLoggerOptions, type RequestLoggerStats } from "./request-capture.js";
+import { createRequestCapture, watchExpressRoute, type RequestLoggerOptions, type RequestLoggerStats } from "./request-capture.js";
 import type { ReqlogClient } from "./reqlog-client.js";
 
 /** A `(req, res, next)` middleware, with what it has recorded. */
@@ -21,7 +21,7 @@ export interface RequestLoggerMiddleware {
 export function requestLogger(client: ReqlogClient, options: RequestLoggerOptions = {}): RequestLoggerMiddleware {
   const capture = createRequestCapture(client, options);
   const middleware = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => {
-    const scope = capture.begin(req, res, () => expressRoute(req));
+    const scope = capture.begin(req, res, watchExpressRoute(req));
     if (scope) runInScope(scope, next);
     else next();
   };

@@ -7,10 +7,10 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
+import { freePort } from "./free-port.js";
 
 export interface ClickHouseServer {
   /** Its HTTP interface, e.g. http://127.0.0.1:41234. */
@@ -76,17 +76,6 @@ function roomInMemory(): boolean {
   if (!existsSync("/dev/shm")) return false;
   const fs = statfsSync("/dev/shm");
   return fs.bavail * fs.bsize > 1024 ** 3;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Starts a ClickHouse server of its own on loopback; throws (with its output) when it cannot. */
