@@ -38,7 +38,7 @@ function reqlogClient(options: Partial<Parameters<typeof createReqlogClient>[0]>
 /** A node:http server with the middleware in front of `handle`; resolves with its base URL. */
 async function nodeServer(
   mw: RequestLoggerMiddleware,
-  handle: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>,
+  handle: (req: IncomingMessage, res: ServerResponse) => unknown,
 ): Promise<string> {
   const server: Server = createServer((req, res) => mw(req, res, () => void handle(req, res)));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
