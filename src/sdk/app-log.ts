@@ -1,8 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { format } from "node:util";
-import { create } from "@bufbuild/protobuf";
-import { type LogLine, LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
-import { type Clock, systemClock } from "../clock.js";
+import { microsecondsNow } from "../clock.js";
+import type { CapturedLine } from "./record-encoder.js";
 
 /** App log levels as the Log Service numbers them. */
 export const Level = { DEBUG: 0, INFO: 1, WARNING: 2, ERROR: 3, CRITICAL: 4 } as const;
@@ -10,17 +9,16 @@ export type Level = (typeof Level)[keyof typeof Level];
 
 /** The app log lines of the request being served, gathered until its record is sent. */
 export interface RequestScope {
-  readonly lines: LogLine[];
+  readonly lines: CapturedLine[];
   /** Lines beyond `maxLines`, not kept. */
   droppedLines: number;
   readonly maxLines: number;
   /** Longest message in bytes; longer ones are cut (the service refuses lines over its max-line-bytes). */
   readonly maxLineBytes: number;
-  readonly now: Clock;
 }
 
 /** Where lines written outside any request go: a client's process request. */
-export type ProcessSink = (level: Level, message: string, time: bigint) => void;
+export type ProcessSink = (level: Level, message: string, time: number) => void;
 
 const scopes = new AsyncLocalStorage<RequestScope>();
 const sinks: ProcessSink[] = [];
@@ -65,13 +63,11 @@ function write(given: Level, args: unknown[]): void {
       scope.droppedLines++;
       return;
     }
-    scope.lines.push(
-      create(LogLineSchema, { time: scope.now(), level, logMessage: clipMessage(message, scope.maxLineBytes) }),
-    );
+    scope.lines.push({ time: microsecondsNow(), level, message: clipMessage(message, scope.maxLineBytes) });
     return;
   }
   const sink = sinks.at(-1);
-  if (sink) sink(level, message, systemClock());
+  if (sink) sink(level, message, microsecondsNow());
   else droppedOutside++;
 }
 

@@ -1,12 +1,16 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   type IngestAck,
   type IngestRequest,
   IngestRequestSchema,
   type RequestLines,
+  RequestLinesSchema,
   type RequestLog,
+  RequestLogSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { EncodedEntry } from "./record-encoder.js";
 import { decideFailure, type RetryOptions, retryDelay } from "./retry-policy.js";
 
 /** What a full buffer does with what comes next. */
@@ -15,13 +19,13 @@ export type WhenFull = "drop-oldest" | "block";
 export interface BatchingOptions {
   /** Records (and line groups) per Ingest batch (default 500; the server takes up to max-records-per-write, 1,000). */
   maxBatchRecords?: number;
-  /** Estimated wire bytes per batch (default 1 MiB; the server takes messages up to max-message-bytes, 16 MiB). */
+  /** Wire bytes per batch (default 1 MiB; the server takes messages up to max-message-bytes, 16 MiB). */
   maxBatchBytes?: number;
   /** A batch that is not full is sent this long after its first record came in (ms, default 100). */
   flushIntervalMs?: number;
   /** Records (and line groups) held at most, sent or not, until acknowledged (default 50,000). */
   maxBufferedRecords?: number;
-  /** Estimated wire bytes held at most (default 32 MiB; the heap holds a few times that). */
+  /** Wire bytes held at most (default 32 MiB): entries are held encoded, so the heap holds little more. */
   maxBufferedBytes?: number;
   /**
    * When the buffer is full (the service is down or slower than the app):
@@ -51,7 +55,7 @@ export interface Counts {
 
 /** What the logger has done so far. Records count RequestLogs; line groups without a record count only their lines. */
 export interface LoggerStats {
-  /** Held now: not yet acknowledged (sent or not), with their estimated wire bytes. */
+  /** Held now: not yet acknowledged (sent or not), with their wire bytes. */
   buffered: Counts & { bytes: number };
   /** Sent on a stream, counting every sending (a re-sent batch counts again). */
   sent: Counts & { batches: number };
@@ -72,11 +76,15 @@ export interface LoggerStats {
 /** One Ingest stream: `client.ingest`. */
 export type OpenIngest = (batches: AsyncIterable<IngestRequest>, signal: AbortSignal) => AsyncIterable<IngestAck>;
 
-/** A record (with its lines) or lines of a request without their record. */
-export type Entry = RequestLog | RequestLines;
+/** A record (with its lines) or lines of a request without their record: a message, or already encoded. */
+export type Entry = RequestLog | RequestLines | EncodedEntry;
 
 export interface BatchingLogger {
-  /** Buffers an entry, making room under drop-oldest; false when the entry itself was dropped. Never waits. */
+  /**
+   * Buffers an entry, making room under drop-oldest; false when the entry
+   * itself was dropped. Never waits. A message missing a required field
+   * throws (encoding it needs them all).
+   */
   offer(entry: Entry): boolean;
   /**
    * Buffers an entry; under `block` waits for room first. Resolves once it
@@ -98,10 +106,7 @@ export interface BatchingLogger {
 interface Item {
   /** Order of writing; flush waits for the items written before it. */
   seq: number;
-  entry: Entry;
-  record: 0 | 1;
-  lines: number;
-  bytes: number;
+  entry: EncodedEntry;
 }
 
 interface Batch {
@@ -122,39 +127,23 @@ interface Stream {
   ended: Promise<void>;
 }
 
-const isRecord = (entry: Entry): entry is RequestLog => entry.$typeName === "reqlog.v1.RequestLog";
-
-const utf8 = (s: string) => (s.length < 64 ? s.length * 3 : Buffer.byteLength(s, "utf8"));
-
-/**
- * An entry's wire size, estimated without encoding it: its strings (short
- * ones at their worst case of 3 bytes a character, as counting them exactly
- * costs more than it is worth) and a fixed allowance for numbers and tags.
- */
-function sizeOf(entry: Entry): number {
-  let bytes = 16 + utf8(entry.appId) + utf8(entry.versionId) + utf8(entry.moduleId) + entry.requestId.length;
-  if (isRecord(entry)) {
-    bytes += 96 + utf8(entry.resource) + utf8(entry.userAgent) + utf8(entry.referrer) + utf8(entry.host);
-    bytes += utf8(entry.urlMapEntry) + utf8(entry.ip) + entry.cloneKey.length;
-    for (const line of entry.line) bytes += 16 + utf8(line.logMessage);
-  } else {
-    for (const line of entry.line) bytes += 16 + utf8(line.message);
-  }
-  return bytes;
+/** A message as the entry it is sent as (the middleware's entries come encoded, see record-encoder.ts). */
+function encodeEntry(entry: Entry): EncodedEntry {
+  if (!("$typeName" in entry)) return entry;
+  const record = entry.$typeName === RequestLogSchema.typeName;
+  const body = record ? toBinary(RequestLogSchema, entry as RequestLog) : toBinary(RequestLinesSchema, entry as RequestLines);
+  return { field: record ? 2 : 3, data: new BinaryWriter().bytes(body).finish(), record: record ? 1 : 0, lines: entry.line.length };
 }
 
 function itemOf(entry: Entry, seq: number): Item {
-  return { seq, entry, record: isRecord(entry) ? 1 : 0, lines: entry.line.length, bytes: sizeOf(entry) };
+  return { seq, entry: encodeEntry(entry) };
 }
 
+/** A batch as an IngestRequest: its entries, encoded already, go out as they are (as fields protobuf-es does not parse again). */
 function messageOf(batch: Batch): IngestRequest {
-  const log: RequestLog[] = [];
-  const lines: RequestLines[] = [];
-  for (const item of batch.items) {
-    if (isRecord(item.entry)) log.push(item.entry);
-    else lines.push(item.entry);
-  }
-  return create(IngestRequestSchema, { batchId: batch.id, log, lines });
+  const message = create(IngestRequestSchema, { batchId: batch.id });
+  message.$unknown = batch.items.map(({ entry }) => ({ no: entry.field, wireType: WireType.LengthDelimited, data: entry.data }));
+  return message;
 }
 
 const counts = () => ({ records: 0, lines: 0 });
@@ -215,20 +204,20 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
   let closeResult: Promise<void> | undefined;
 
   const fits = (item: Item) =>
-    stats.buffered.records + 1 <= maxRecords && stats.buffered.bytes + item.bytes <= maxBytes;
+    stats.buffered.records + 1 <= maxRecords && stats.buffered.bytes + item.entry.data.length <= maxBytes;
 
   function count(into: Counts, items: readonly Item[]): void {
-    for (const item of items) {
-      into.records += item.record;
-      into.lines += item.lines;
+    for (const { entry } of items) {
+      into.records += entry.record;
+      into.lines += entry.lines;
     }
   }
 
   function release(items: readonly Item[]): void {
-    for (const item of items) {
-      stats.buffered.records -= item.record;
-      stats.buffered.lines -= item.lines;
-      stats.buffered.bytes -= item.bytes;
+    for (const { entry } of items) {
+      stats.buffered.records -= entry.record;
+      stats.buffered.lines -= entry.lines;
+      stats.buffered.bytes -= entry.data.length;
     }
   }
 
@@ -261,12 +250,13 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
   }
 
   function admit(item: Item): void {
-    if (pending.length > 0 && pendingBytes + item.bytes > maxBatchBytes) seal();
+    const bytes = item.entry.data.length;
+    if (pending.length > 0 && pendingBytes + bytes > maxBatchBytes) seal();
     pending.push(item);
-    pendingBytes += item.bytes;
-    stats.buffered.records += item.record;
-    stats.buffered.lines += item.lines;
-    stats.buffered.bytes += item.bytes;
+    pendingBytes += bytes;
+    stats.buffered.records += item.entry.record;
+    stats.buffered.lines += item.entry.lines;
+    stats.buffered.bytes += bytes;
     if (pending.length >= maxBatchRecords || pendingBytes >= maxBatchBytes) seal();
     else sealTimer ??= setTimeout(seal, flushIntervalMs).unref();
   }
@@ -282,7 +272,7 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
       if (batch.items.length === 0) batches.splice(inFlight, 1);
     } else if (pending.length > 0) {
       victim = pending.shift()!;
-      pendingBytes -= victim.bytes;
+      pendingBytes -= victim.entry.data.length;
     }
     if (!victim) return false;
     release([victim]);
@@ -297,7 +287,7 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
 
   function tooLarge(item: Item): ConnectError {
     return new ConnectError(
-      `cannot buffer a record of ${item.bytes} bytes: over maxBufferedBytes=${maxBytes}`,
+      `cannot buffer a record of ${item.entry.data.length} bytes: over maxBufferedBytes=${maxBytes}`,
       Code.ResourceExhausted,
     );
   }
@@ -386,7 +376,7 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
     batches.shift();
     count(stats.refused, batch.items);
     release(batch.items);
-    onError(new ConnectError(`reqlog refused a ${batch.items[0]!.record ? "record" : "group of lines"}: ${error.rawMessage}`, error.code));
+    onError(new ConnectError(`reqlog refused a ${batch.items[0]!.entry.record ? "record" : "group of lines"}: ${error.rawMessage}`, error.code));
     afterRelease();
   }
 
@@ -436,7 +426,7 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
 
   /** Places an item that may not wait: in the buffer, or dropped (the oldest ones, or itself). */
   function place(item: Item): boolean {
-    if (closing || item.bytes > maxBytes) return dropNew(item);
+    if (closing || item.entry.data.length > maxBytes) return dropNew(item);
     let dropped = false;
     if (!fits(item) || waiters.length > 0) {
       if (whenFull === "block") return dropNew(item);
@@ -496,7 +486,7 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
     write(entry) {
       if (closing) return Promise.reject(new ConnectError("cannot write: the logger is closed", Code.FailedPrecondition));
       const item = itemOf(entry, nextSeq++);
-      if (item.bytes > maxBytes) return Promise.reject(tooLarge(item));
+      if (item.entry.data.length > maxBytes) return Promise.reject(tooLarge(item));
       if (whenFull === "drop-oldest" || (waiters.length === 0 && fits(item))) {
         place(item);
         return Promise.resolve();

@@ -1,16 +1,11 @@
 import { hostname } from "node:os";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import {
-  type RequestLog,
-  RequestLogSchema,
-  RequestLinesSchema,
-  type UserAppLogLine,
-  UserAppLogLineSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
+import { type RequestLog, RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { type ClientOptions, createLogServiceClient, type LogServiceClient } from "../client/log-service-client.js";
 import { metadataKeys } from "../service/call-metadata.js";
 import { addProcessSink, clipMessage } from "./app-log.js";
 import { type BatchingLogger, type BatchingOptions, createBatchingLogger, type LoggerStats } from "./batching-logger.js";
+import { type CapturedLine, encodeLines, type RecordIdentity } from "./record-encoder.js";
 
 export interface ReqlogClientOptions extends BatchingOptions {
   /** HOST:PORT of reqlog's gRPC port, or a URL (http://…, https://…). */
@@ -55,6 +50,8 @@ export interface ReqlogClient {
   readonly module: string;
   readonly version: string;
   readonly instance: string;
+  /** The app, module, version and instance every record is written with. */
+  readonly identity: RecordIdentity;
   /** The request id lines written outside any request are filed under. */
   readonly processRequestId: string;
   /** Maximums of one request's app lines, for the middleware. */
@@ -86,6 +83,7 @@ export function createReqlogClient(options: ReqlogClientOptions): ReqlogClient {
   const version = options.version ?? "default";
   const instance = options.instance ?? `${hostname()}-${process.pid}`;
   const cloneKey = new TextEncoder().encode(instance);
+  const identity: RecordIdentity = { appId: app, moduleId: module, versionId: version, cloneKey };
   const maxLinesPerRequest = options.maxLinesPerRequest ?? 1000;
   const maxLineBytes = options.maxLineBytes ?? 64 * 1024;
 
@@ -130,25 +128,17 @@ export function createReqlogClient(options: ReqlogClientOptions): ReqlogClient {
   // the lines of one request per process that has no record (it reads as in
   // progress: `reqlog read --include-incomplete --request-id <processRequestId>`).
   const processRequestId = `${instance}/process/${Date.now()}`;
-  let processLines: UserAppLogLine[] = [];
+  let processLines: CapturedLine[] = [];
   let processTimer: NodeJS.Timeout | undefined;
   const sendProcessLines = () => {
     if (processTimer) clearTimeout(processTimer);
     processTimer = undefined;
     if (processLines.length === 0) return;
-    logger.offer(
-      create(RequestLinesSchema, {
-        appId: app,
-        moduleId: module,
-        versionId: version,
-        requestId: new TextEncoder().encode(processRequestId),
-        line: processLines,
-      }),
-    );
+    logger.offer(encodeLines(identity, processRequestId, processLines));
     processLines = [];
   };
   const removeSink = addProcessSink((level, message, time) => {
-    processLines.push(create(UserAppLogLineSchema, { timestampUsec: time, level: BigInt(level), message: clipMessage(message, maxLineBytes) }));
+    processLines.push({ time, level, message: clipMessage(message, maxLineBytes) });
     if (processLines.length >= maxLinesPerRequest) sendProcessLines();
     else processTimer ??= setTimeout(sendProcessLines, options.flushIntervalMs ?? 100).unref();
   });
@@ -160,6 +150,7 @@ export function createReqlogClient(options: ReqlogClientOptions): ReqlogClient {
     module,
     version,
     instance,
+    identity,
     processRequestId,
     maxLinesPerRequest,
     maxLineBytes,

@@ -1,10 +1,11 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Clock, systemClock } from "../clock.js";
+import { microsecondsNow } from "../clock.js";
 import { loadRouteTable, type RouteTable } from "../routes/route-table.js";
 import { maxIdentifierBytes } from "../write/identifiers.js";
 import type { RequestScope } from "./app-log.js";
 import { clientAddress, type TrustProxy } from "./client-address.js";
+import { type CapturedRecord, encodeRecord } from "./record-encoder.js";
 import type { ReqlogClient } from "./reqlog-client.js";
 import { routeTemplate } from "./route-template.js";
 
@@ -25,8 +26,6 @@ export interface RequestLoggerOptions {
   inProgress?: boolean;
   /** Requests not to record (health checks, metrics scrapes). */
   skip?: (req: IncomingMessage) => boolean;
-  /** The clock, µs since the epoch (tests). */
-  now?: Clock;
   /** Told of anything that went wrong recording a request (the app's response is never affected). */
   onError?: (error: unknown) => void;
 }
@@ -87,7 +86,6 @@ export function createRequestCapture(client: ReqlogClient, options: RequestLogge
   const trust = options.trustProxy ?? false;
   const idHeader = options.requestIdHeader === false ? undefined : (options.requestIdHeader ?? "x-request-id").toLowerCase();
   const echo = idHeader !== undefined && options.echoRequestId !== false;
-  const now = options.now ?? systemClock;
   const onError = options.onError ?? (() => {});
   const stats: RequestLoggerStats = { requests: 0, linesDropped: 0, errors: 0 };
   let loading = true;
@@ -106,32 +104,29 @@ export function createRequestCapture(client: ReqlogClient, options: RequestLogge
   function begin(req: IncomingMessage, res: ServerResponse, matched: () => string | undefined): RequestScope | undefined {
     try {
       if (options.skip?.(req)) return undefined;
-      const startTime = now();
       const requestId = requestIdOf(req);
       if (echo && !res.headersSent) res.setHeader(idHeader!, requestId);
-      const method = req.method ?? "GET";
-      const resource = (req as { originalUrl?: string }).originalUrl ?? req.url ?? "/";
-      const fields = {
+      const scope: RequestScope = { lines: [], droppedLines: 0, maxLines: client.maxLinesPerRequest, maxLineBytes: client.maxLineBytes };
+      const record: CapturedRecord = {
         requestId,
-        startTime,
-        method,
-        resource,
+        startTime: microsecondsNow(),
+        endTime: 0,
+        method: req.method ?? "GET",
+        resource: (req as { originalUrl?: string }).originalUrl ?? req.url ?? "/",
         httpVersion: `HTTP/${req.httpVersion}`,
+        status: 0,
+        responseSize: 0,
         ip: clientAddress(req, trust),
         host: header(req, "host") ?? header(req, ":authority") ?? "",
         userAgent: header(req, "user-agent") ?? "",
         referrer: header(req, "referer") ?? "",
+        urlMapEntry: "",
+        finished: false,
         wasLoadingRequest: loading,
+        lines: scope.lines,
       };
       loading = false;
-      const scope: RequestScope = {
-        lines: [],
-        droppedLines: 0,
-        maxLines: client.maxLinesPerRequest,
-        maxLineBytes: client.maxLineBytes,
-        now,
-      };
-      if (options.inProgress) client.send(client.record({ ...fields, finished: false }));
+      if (options.inProgress) client.logger.offer(encodeRecord(client.identity, record));
 
       // Bytes of body the handler hands to the response, whatever writes them.
       let bytes = 0;
@@ -148,22 +143,15 @@ export function createRequestCapture(client: ReqlogClient, options: RequestLogge
 
       res.once("close", () => {
         try {
-          const endTime = now();
           const sent = res.writableFinished || res.headersSent;
-          const status = sent ? res.statusCode : clientClosedRequest;
+          record.endTime = microsecondsNow();
+          record.status = sent ? res.statusCode : clientClosedRequest;
+          record.responseSize = sent && !bodiless(record.method, record.status) ? bytes : 0;
+          record.urlMapEntry = matched() ?? routes?.match(record.resource) ?? "";
+          record.finished = true;
           stats.requests++;
           stats.linesDropped += scope.droppedLines;
-          client.send(
-            client.record({
-              ...fields,
-              endTime,
-              latency: endTime - startTime,
-              status,
-              responseSize: BigInt(sent && !bodiless(method, status) ? bytes : 0),
-              urlMapEntry: matched() ?? routes?.match(resource) ?? "",
-              line: scope.lines,
-            }),
-          );
+          client.logger.offer(encodeRecord(client.identity, record));
         } catch (err) {
           failed(err);
         }

@@ -1,0 +1,121 @@
+/**
+ * Middleware overhead: requests/s of a hello-world node:http server with and
+ * without reqlog's requestLogger in front, measured with autocannon in the
+ * same run, rounds alternating which side goes first.
+ *   npm run bench:middleware -- [seconds per side per round] [rounds] [app lines per request]
+ *   (defaults 10 s, 5 rounds, 0 lines)
+ *
+ * Each server runs in a process of its own, as does autocannon. The
+ * middleware sends every request to a real `reqlog serve` (a child process
+ * at nice 19: on these two cores it would otherwise take the CPU the app
+ * needs, where in production reqlog runs on a machine of its own; when it
+ * falls behind, the SDK's buffer holds what it can and drops the oldest,
+ * counted below). Besides requests/s it prints each side's CPU time per
+ * request, measured in the server's process: the middleware's own cost.
+ */
+import { type ChildProcess, fork, spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { LoggerStats } from "../src/sdk/batching-logger.js";
+import { startChildServer } from "./harness/child-server.js";
+import { benchDbPath, median } from "./load.js";
+
+const seconds = Number(process.argv[2] ?? 10);
+const rounds = Number(process.argv[3] ?? 5);
+const lines = Number(process.argv[4] ?? 0);
+const connections = 50;
+
+const autocannonBin = join(dirname(createRequire(import.meta.url).resolve("autocannon/package.json")), "autocannon.js");
+const appScript = join(dirname(fileURLToPath(import.meta.url)), "harness", "hello-app.js");
+
+interface App {
+  child: ChildProcess;
+  url: string;
+  ask(message: "stats" | "flush"): Promise<{ cpu: NodeJS.CpuUsage; requests?: number; sdk?: LoggerStats }>;
+}
+
+async function startApp(args: string[]): Promise<App> {
+  const child = fork(appScript, args, { stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  const port = await new Promise<number>((resolve) => child.stdout!.once("data", (c: Buffer) => resolve(JSON.parse(c.toString()).port)));
+  return {
+    child,
+    url: `http://127.0.0.1:${port}/`,
+    ask: (message) =>
+      new Promise((resolve) => {
+        child.once("message", (reply) => resolve(reply as never));
+        child.send(message);
+      }),
+  };
+}
+
+/** autocannon in a process of its own: requests/s over the run. */
+function load(url: string): Promise<number> {
+  const child = spawn(process.execPath, [autocannonBin, "-c", String(connections), "-d", String(seconds), "-j", url], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  let out = "";
+  child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+  return new Promise((resolve, reject) =>
+    child.once("close", () => {
+      try {
+        const result = JSON.parse(out) as { requests: { total: number }; duration: number; non2xx: number; errors: number };
+        if (result.non2xx > 0 || result.errors > 0) throw new Error(`autocannon saw ${result.non2xx} non-2xx answers and ${result.errors} errors`);
+        resolve(result.requests.total / result.duration);
+      } catch (err) {
+        reject(err);
+      }
+    }),
+  );
+}
+
+/** One side's run: requests/s and the server's CPU µs per request. */
+async function measure(app: App): Promise<{ rate: number; cpuPerRequest: number }> {
+  await app.ask("flush");
+  const before = await app.ask("stats");
+  const rate = await load(app.url);
+  const after = await app.ask("stats");
+  const cpu = after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system;
+  return { rate, cpuPerRequest: cpu / (rate * seconds) };
+}
+
+async function main() {
+  const reqlog = await startChildServer(["--db", benchDbPath("middleware"), "--listen", "127.0.0.1:0", "--http-listen", "off", "--sync", "normal"]);
+  spawn("renice", ["-n", "19", "-p", String(reqlog.process.pid)], { stdio: "ignore" });
+  const plain = await startApp([]);
+  const logged = await startApp([reqlog.address, String(lines)]);
+  const results = { plain: [] as number[], logged: [] as number[], plainCpu: [] as number[], loggedCpu: [] as number[] };
+  console.log(`hello-world node:http, autocannon -c ${connections} -d ${seconds}, ${rounds} rounds, ${lines} app lines a request:`);
+  for (let round = 1; round <= rounds; round++) {
+    const order = round % 2 === 1 ? (["plain", "logged"] as const) : (["logged", "plain"] as const);
+    const figures: Record<string, { rate: number; cpuPerRequest: number }> = {};
+    for (const side of order) {
+      figures[side] = await measure(side === "plain" ? plain : logged);
+      results[side].push(figures[side].rate);
+      results[side === "plain" ? "plainCpu" : "loggedCpu"].push(figures[side].cpuPerRequest);
+    }
+    const { plain: p, logged: l } = figures as { plain: { rate: number; cpuPerRequest: number }; logged: { rate: number; cpuPerRequest: number } };
+    console.log(
+      `  round ${round} (${order.join(" first, ")} second): without ${Math.round(p.rate).toLocaleString()} req/s (${p.cpuPerRequest.toFixed(1)} µs CPU/req), ` +
+        `with ${Math.round(l.rate).toLocaleString()} req/s (${l.cpuPerRequest.toFixed(1)} µs CPU/req), ${(l.rate / p.rate).toFixed(3)}x`,
+    );
+  }
+  const sdk = (await logged.ask("flush")).sdk!;
+  const [p, l] = [median(results.plain), median(results.logged)];
+  const [pc, lc] = [median(results.plainCpu), median(results.loggedCpu)];
+  console.log(`median of ${rounds} rounds:`);
+  console.log(`  without the middleware (baseline): ${Math.round(p).toLocaleString()} req/s, ${pc.toFixed(1)} µs CPU a request`);
+  console.log(`  with requestLogger → reqlog:       ${Math.round(l).toLocaleString()} req/s, ${lc.toFixed(1)} µs CPU a request   ${(l / p).toFixed(3)}x (overhead ${((1 - l / p) * 100).toFixed(1)}%)`);
+  console.log(
+    `  SDK: ${sdk.acknowledged.records.toLocaleString()} records acknowledged by reqlog, ${sdk.dropped.records.toLocaleString()} dropped (buffer full), ` +
+      `${sdk.refused.records} refused, ${sdk.failures} stream failures`,
+  );
+  plain.child.disconnect();
+  logged.child.disconnect();
+  await reqlog.stop();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
