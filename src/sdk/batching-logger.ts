@@ -517,8 +517,14 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
       return closeResult;
     },
 
-    stats() {
-      return structuredClone(stats);
-    },
+    stats: () => ({
+      ...stats,
+      buffered: { ...stats.buffered },
+      sent: { ...stats.sent },
+      acknowledged: { ...stats.acknowledged },
+      retried: { ...stats.retried },
+      dropped: { ...stats.dropped },
+      refused: { ...stats.refused },
+    }),
   };
 }
