@@ -22,6 +22,8 @@ const benches: [string, string[], string[]][] = [
   ["usage-bench", ["10000", "10000000"], ["1000", "100000"]],
   ["read-bench", ["1000000"], ["100000"]],
   ["rss-bench", ["600"], ["20"]],
+  ["middleware-bench", ["10", "5"], ["3", "2"]],
+  ["sdk-bench", ["300000", "3"], ["30000", "1"]],
 ];
 
 const out = createWriteStream(join(packageRoot(), "bench-results.txt"));
