@@ -53,10 +53,19 @@ export function clipMessage(message: string, maxBytes: number): string {
   return bytes.subarray(0, maxBytes - 40).toString("utf8").replace(/\uFFFD$/, "") + note;
 }
 
+/** The arguments as console.log formats them; a logging call never throws into the app (a getter that throws). */
+function formatted(args: unknown[]): string {
+  try {
+    return format(...args);
+  } catch (err) {
+    return `(log arguments that cannot be formatted: ${err instanceof Error ? err.message : String(err)})`;
+  }
+}
+
 function write(given: Level, args: unknown[]): void {
   // A level outside 0..4 would get the whole record refused: it is clamped instead.
   const level = (given >= 0 ? (given <= 4 ? Math.trunc(given) : 4) : 0) as Level;
-  const message = args.length === 1 && typeof args[0] === "string" ? args[0] : format(...args);
+  const message = args.length === 1 && typeof args[0] === "string" ? args[0] : formatted(args);
   const scope = scopes.getStore();
   if (scope) {
     if (scope.lines.length >= scope.maxLines) {

@@ -83,11 +83,13 @@ describe("log outside a request", () => {
     const reqlog = open();
     log.info("listening on %d", 3000);
     log.error(new Error("config file missing"));
+    log.warning("%s", { toString: () => { throw new Error("no text for you"); } });
     await reqlog.flush({ timeoutMs: 5000 });
     const [process] = await readAll(reqlog.rpc, "forge");
     expect(idOf(process!)).toBe(reqlog.processRequestId);
     expect(process!.finished).toBe(false);
-    expect(process!.line.map((l) => l.level)).toEqual([1, 3]);
+    expect(process!.line.map((l) => l.level)).toEqual([1, 3, 2]);
+    expect(process!.line[2]!.logMessage).toBe("(log arguments that cannot be formatted: no text for you)");
     expect(process!.line[0]!.logMessage).toBe("listening on 3000");
     expect(process!.line[1]!.logMessage).toMatch(/^Error: config file missing\n    at /);
   });
