@@ -2,8 +2,11 @@
  * Middleware overhead: requests/s of a hello-world node:http server with and
  * without reqlog's requestLogger in front, measured with autocannon in the
  * same run, rounds alternating which side goes first.
- *   npm run bench:middleware -- [seconds per side per round] [rounds] [app lines per request]
+ *   npm run bench:middleware -- [seconds per side per round] [rounds] [app lines per request] [--parts]
  *   (defaults 10 s, 5 rounds, 0 lines)
+ * --parts adds two more sides, to show where the cost goes: the handler run
+ * in a request scope only (AsyncLocalStorage), and the middleware with
+ * reqlog down (capturing and encoding, nothing sent: the buffer drops).
  *
  * Each server runs in a process of its own, as does autocannon. The
  * middleware sends every request to a real `reqlog serve` (a child process
@@ -19,11 +22,13 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { LoggerStats } from "../src/sdk/batching-logger.js";
 import { startChildServer } from "./harness/child-server.js";
+import { freePort } from "../test/helpers/free-port.js";
 import { benchDbPath, median } from "./load.js";
 
 const seconds = Number(process.argv[2] ?? 10);
 const rounds = Number(process.argv[3] ?? 5);
 const lines = Number(process.argv[4] ?? 0);
+const parts = process.argv.includes("--parts");
 const connections = 50;
 
 const autocannonBin = join(dirname(createRequire(import.meta.url).resolve("autocannon/package.json")), "autocannon.js");
@@ -70,8 +75,9 @@ function load(url: string): Promise<number> {
 }
 
 /** One side's run: requests/s and the server's CPU µs per request. */
-async function measure(app: App): Promise<{ rate: number; cpuPerRequest: number }> {
-  await app.ask("flush");
+async function measure(app: App, drain: boolean): Promise<{ rate: number; cpuPerRequest: number }> {
+  // What the last run left to send is sent before this one starts (not with reqlog down: it never would be).
+  if (drain) await app.ask("flush");
   const before = await app.ask("stats");
   const rate = await load(app.url);
   const after = await app.ask("stats");
@@ -79,39 +85,53 @@ async function measure(app: App): Promise<{ rate: number; cpuPerRequest: number 
   return { rate, cpuPerRequest: cpu / (rate * seconds) };
 }
 
+type Side = "plain" | "scope" | "down" | "logged";
+const labels: Record<Side, string> = {
+  plain: "without the middleware (baseline)",
+  scope: "handler in a request scope only",
+  down: "requestLogger, reqlog down",
+  logged: "with requestLogger → reqlog",
+};
+
 async function main() {
   const reqlog = await startChildServer(["--db", benchDbPath("middleware"), "--listen", "127.0.0.1:0", "--http-listen", "off", "--sync", "normal"]);
   spawn("renice", ["-n", "19", "-p", String(reqlog.process.pid)], { stdio: "ignore" });
-  const plain = await startApp([]);
-  const logged = await startApp([reqlog.address, String(lines)]);
-  const results = { plain: [] as number[], logged: [] as number[], plainCpu: [] as number[], loggedCpu: [] as number[] };
+  const sides: Side[] = parts ? ["plain", "scope", "down", "logged"] : ["plain", "logged"];
+  const apps: Record<Side, App> = {
+    plain: await startApp(["plain"]),
+    scope: await startApp(["scope"]),
+    down: await startApp(["logged", `127.0.0.1:${await freePort()}`, String(lines)]),
+    logged: await startApp(["logged", reqlog.address, String(lines)]),
+  };
+  const rates: Record<Side, number[]> = { plain: [], scope: [], down: [], logged: [] };
+  const cpus: Record<Side, number[]> = { plain: [], scope: [], down: [], logged: [] };
   console.log(`hello-world node:http, autocannon -c ${connections} -d ${seconds}, ${rounds} rounds, ${lines} app lines a request:`);
   for (let round = 1; round <= rounds; round++) {
-    const order = round % 2 === 1 ? (["plain", "logged"] as const) : (["logged", "plain"] as const);
-    const figures: Record<string, { rate: number; cpuPerRequest: number }> = {};
+    const order = round % 2 === 1 ? sides : [...sides].reverse();
+    const figures = {} as Record<Side, { rate: number; cpuPerRequest: number }>;
     for (const side of order) {
-      figures[side] = await measure(side === "plain" ? plain : logged);
-      results[side].push(figures[side].rate);
-      results[side === "plain" ? "plainCpu" : "loggedCpu"].push(figures[side].cpuPerRequest);
+      figures[side] = await measure(apps[side], side !== "down");
+      rates[side].push(figures[side].rate);
+      cpus[side].push(figures[side].cpuPerRequest);
     }
-    const { plain: p, logged: l } = figures as { plain: { rate: number; cpuPerRequest: number }; logged: { rate: number; cpuPerRequest: number } };
-    console.log(
-      `  round ${round} (${order.join(" first, ")} second): without ${Math.round(p.rate).toLocaleString()} req/s (${p.cpuPerRequest.toFixed(1)} µs CPU/req), ` +
-        `with ${Math.round(l.rate).toLocaleString()} req/s (${l.cpuPerRequest.toFixed(1)} µs CPU/req), ${(l.rate / p.rate).toFixed(3)}x`,
-    );
+    const shown = order.map((side) => `${side} ${Math.round(figures[side].rate).toLocaleString()} req/s (${figures[side].cpuPerRequest.toFixed(1)} µs CPU/req)`);
+    console.log(`  round ${round}: ${shown.join(", ")}; logged/plain ${(figures.logged.rate / figures.plain.rate).toFixed(3)}x`);
   }
-  const sdk = (await logged.ask("flush")).sdk!;
-  const [p, l] = [median(results.plain), median(results.logged)];
-  const [pc, lc] = [median(results.plainCpu), median(results.loggedCpu)];
+  const sdk = (await apps.logged.ask("flush")).sdk!;
+  const down = (await apps.down.ask("stats")).sdk!;
+  const base = median(rates.plain);
   console.log(`median of ${rounds} rounds:`);
-  console.log(`  without the middleware (baseline): ${Math.round(p).toLocaleString()} req/s, ${pc.toFixed(1)} µs CPU a request`);
-  console.log(`  with requestLogger → reqlog:       ${Math.round(l).toLocaleString()} req/s, ${lc.toFixed(1)} µs CPU a request   ${(l / p).toFixed(3)}x (overhead ${((1 - l / p) * 100).toFixed(1)}%)`);
+  for (const side of sides) {
+    const rate = median(rates[side]);
+    const ratio = side === "plain" ? "" : `   ${(rate / base).toFixed(3)}x (overhead ${((1 - rate / base) * 100).toFixed(1)}%)`;
+    console.log(`  ${labels[side].padEnd(36)} ${Math.round(rate).toLocaleString().padStart(7)} req/s, ${median(cpus[side]).toFixed(1)} µs CPU a request${ratio}`);
+  }
   console.log(
     `  SDK: ${sdk.acknowledged.records.toLocaleString()} records acknowledged by reqlog, ${sdk.dropped.records.toLocaleString()} dropped (buffer full), ` +
-      `${sdk.refused.records} refused, ${sdk.failures} stream failures`,
+      `${sdk.refused.records} refused, ${sdk.failures} stream failures` +
+      (parts ? `; with reqlog down: ${down.buffered.records.toLocaleString()} held, ${down.dropped.records.toLocaleString()} dropped` : ""),
   );
-  plain.child.disconnect();
-  logged.child.disconnect();
+  for (const app of Object.values(apps)) app.child.disconnect();
   await reqlog.stop();
 }
 

@@ -141,7 +141,7 @@ export function createRequestCapture(client: ReqlogClient, options: RequestLogge
         return end.call(this, chunk, ...(rest as [BufferEncoding, () => void]));
       } as typeof res.end;
 
-      res.once("close", () => {
+      res.on("close", () => {
         try {
           const sent = res.writableFinished || res.headersSent;
           record.endTime = microsecondsNow();
