@@ -160,13 +160,16 @@ describe("requestLogger in front of a node:http handler", () => {
     const client = reqlogClient();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
+    let arrived!: () => void;
+    const inHandler = new Promise<void>((resolve) => (arrived = resolve));
     const base = await nodeServer(requestLogger(client, { inProgress: true }), async (_req, res) => {
       log.info("waiting for the object store");
+      arrived();
       await gate;
       res.end("done");
     });
     const answered = fetch(`${base}/slow`).then((r) => r.text());
-    await sleep(50);
+    await inHandler;
     const running = byResource(await stored(client), "/slow");
     expect([running.finished, running.status, running.endTime]).toEqual([false, 0, 0n]);
     release();
@@ -178,17 +181,22 @@ describe("requestLogger in front of a node:http handler", () => {
 
   it("records a request whose client went away before the response as 499", async () => {
     const client = reqlogClient();
+    let arrived!: () => void;
+    const inHandler = new Promise<void>((resolve) => (arrived = resolve));
+    let answered!: () => void;
+    const tooLate = new Promise<void>((resolve) => (answered = resolve));
     const base = await nodeServer(requestLogger(client), async (_req, res) => {
-      await sleep(150);
+      arrived();
+      await new Promise((resolve) => res.on("close", resolve));
       res.end("too late");
+      answered();
     });
-    await new Promise<void>((resolve) => {
-      const req = httpRequest(`${base}/abandoned`);
-      req.on("error", () => resolve());
-      req.end();
-      setTimeout(() => req.destroy(), 30);
-    });
-    await sleep(250);
+    const req = httpRequest(`${base}/abandoned`);
+    req.on("error", () => {});
+    req.end();
+    await inHandler;
+    req.destroy();
+    await tooLate;
     const abandoned = byResource(await stored(client), "/abandoned");
     expect([abandoned.status, abandoned.responseSize]).toEqual([499, 0n]);
   });
