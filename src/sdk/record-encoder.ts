@@ -102,11 +102,18 @@ function tag(field: number, wireType: number): void {
 }
 
 function string(field: number, s: string): void {
-  // Up to 42 UTF-16 units are at most 126 bytes: a one-byte length, written after the text.
+  // Up to 42 UTF-16 units are at most 126 bytes: a one-byte length, written before the text.
   if (s.length <= 42) {
     ensure(3 + s.length * 3);
     tag(field, LEN);
-    const n = buf.write(s, pos + 1, "utf8");
+    // Short ASCII text is copied here: cheaper than a call into Buffer#write.
+    let i = 0;
+    for (; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) break;
+      buf[pos + 1 + i] = c;
+    }
+    const n = i === s.length ? i : buf.write(s, pos + 1, "utf8");
     buf[pos] = n;
     pos += 1 + n;
     return;
@@ -161,17 +168,49 @@ function take(start: number): Uint8Array {
   return out;
 }
 
-function identity(id: RecordIdentity, requestIdField: number, requestId: string, moduleField: number, versionField: number): void {
-  string(1, id.appId);
-  string(moduleField, id.moduleId);
-  string(versionField, id.versionId);
-  string(requestIdField, requestId);
+/** The fields every record (or line group) of a client starts with, encoded once per client and shape. */
+const prefixes = new WeakMap<RecordIdentity, { record: Uint8Array; lines: Uint8Array }>();
+
+function prefixOf(id: RecordIdentity): { record: Uint8Array; lines: Uint8Array } {
+  let prefix = prefixes.get(id);
+  if (!prefix) {
+    const encode = (fields: () => void) => {
+      pos = 0;
+      fields();
+      return Uint8Array.from(buf.subarray(0, pos));
+    };
+    prefix = {
+      // RequestLog: app_id 1, module_id 37, version_id 2, clone_key 28.
+      record: encode(() => {
+        string(1, id.appId);
+        string(37, id.moduleId);
+        string(2, id.versionId);
+        bytes(28, id.cloneKey);
+      }),
+      // RequestLines: app_id 1, module_id 2, version_id 3.
+      lines: encode(() => {
+        string(1, id.appId);
+        string(2, id.moduleId);
+        string(3, id.versionId);
+      }),
+    };
+    prefixes.set(id, prefix);
+  }
+  return prefix;
+}
+
+function raw(b: Uint8Array): void {
+  ensure(b.length);
+  buf.set(b, pos);
+  pos += b.length;
 }
 
 /** A captured request as RequestLog bytes: every required field set (0 and "" where the service derives them). */
 export function encodeRecord(id: RecordIdentity, r: CapturedRecord): EncodedEntry {
+  const prefix = prefixOf(id).record;
   pos = 0;
-  identity(id, 3, r.requestId, 37, 2);
+  raw(prefix);
+  string(3, r.requestId);
   string(4, r.ip);
   number(6, r.startTime);
   number(7, r.endTime);
@@ -189,15 +228,16 @@ export function encodeRecord(id: RecordIdentity, r: CapturedRecord): EncodedEntr
   if (r.host !== "") string(20, r.host);
   if (r.wasLoadingRequest) number(24, 1);
   if (!r.finished) number(27, 0);
-  bytes(28, id.cloneKey);
   for (const l of r.lines) line(29, l);
   return { field: 2, data: take(0), record: 1, lines: r.lines.length };
 }
 
 /** App lines of a request without its record, as RequestLines bytes. */
 export function encodeLines(id: RecordIdentity, requestId: string, lines: readonly CapturedLine[]): EncodedEntry {
+  const prefix = prefixOf(id).lines;
   pos = 0;
-  identity(id, 4, requestId, 2, 3);
+  raw(prefix);
+  string(4, requestId);
   for (const l of lines) line(5, l);
   return { field: 3, data: take(0), record: 0, lines: lines.length };
 }

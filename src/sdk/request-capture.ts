@@ -132,13 +132,13 @@ export function createRequestCapture(client: ReqlogClient, options: RequestLogge
       let bytes = 0;
       const write = res.write;
       const end = res.end;
-      res.write = function (this: ServerResponse, chunk: unknown, ...rest: unknown[]) {
-        bytes += chunkBytes(chunk, rest[0]);
-        return write.call(this, chunk, ...(rest as [BufferEncoding, () => void]));
+      res.write = function (this: ServerResponse, chunk: unknown, encoding?: unknown) {
+        bytes += chunkBytes(chunk, encoding);
+        return write.apply(this, arguments as unknown as Parameters<typeof write>);
       } as typeof res.write;
-      res.end = function (this: ServerResponse, chunk?: unknown, ...rest: unknown[]) {
-        if (typeof chunk !== "function") bytes += chunkBytes(chunk, rest[0]);
-        return end.call(this, chunk, ...(rest as [BufferEncoding, () => void]));
+      res.end = function (this: ServerResponse, chunk?: unknown, encoding?: unknown) {
+        if (typeof chunk !== "function") bytes += chunkBytes(chunk, encoding);
+        return end.apply(this, arguments as unknown as Parameters<typeof end>);
       } as typeof res.end;
 
       res.on("close", () => {
