@@ -2,8 +2,10 @@
  * Middleware overhead: requests/s of a hello-world node:http server with and
  * without reqlog's requestLogger in front, measured with autocannon in the
  * same run, rounds alternating which side goes first.
- *   npm run bench:middleware -- [seconds per side per round] [rounds] [app lines per request] [--parts]
+ *   npm run bench:middleware -- [seconds per side per round] [rounds] [app lines per request] [--parts] [--rate N]
  *   (defaults 10 s, 5 rounds, 0 lines)
+ * --rate N holds autocannon to N requests/s (its -R) instead of as many as
+ * it can: the servers' CPU per request at a load reqlog keeps up with.
  * --parts adds two more sides, to show where the cost goes: the handler run
  * in a request scope only (AsyncLocalStorage), and the middleware with
  * reqlog down (capturing and encoding, nothing sent: the buffer drops).
@@ -29,6 +31,8 @@ const seconds = Number(process.argv[2] ?? 10);
 const rounds = Number(process.argv[3] ?? 5);
 const lines = Number(process.argv[4] ?? 0);
 const parts = process.argv.includes("--parts");
+const rateAt = process.argv.indexOf("--rate");
+const fixedRate = rateAt > 0 ? Number(process.argv[rateAt + 1]) : undefined;
 const connections = 50;
 
 const autocannonBin = join(dirname(createRequire(import.meta.url).resolve("autocannon/package.json")), "autocannon.js");
@@ -56,7 +60,8 @@ async function startApp(args: string[]): Promise<App> {
 
 /** autocannon in a process of its own: requests/s over the run. */
 function load(url: string): Promise<number> {
-  const child = spawn(process.execPath, [autocannonBin, "-c", String(connections), "-d", String(seconds), "-j", url], {
+  const limit = fixedRate === undefined ? [] : ["-R", String(fixedRate)];
+  const child = spawn(process.execPath, [autocannonBin, "-c", String(connections), "-d", String(seconds), ...limit, "-j", url], {
     stdio: ["ignore", "pipe", "ignore"],
   });
   let out = "";
@@ -105,7 +110,8 @@ async function main() {
   };
   const rates: Record<Side, number[]> = { plain: [], scope: [], down: [], logged: [] };
   const cpus: Record<Side, number[]> = { plain: [], scope: [], down: [], logged: [] };
-  console.log(`hello-world node:http, autocannon -c ${connections} -d ${seconds}, ${rounds} rounds, ${lines} app lines a request:`);
+  const held = fixedRate === undefined ? "" : ` -R ${fixedRate}`;
+  console.log(`hello-world node:http, autocannon -c ${connections} -d ${seconds}${held}, ${rounds} rounds, ${lines} app lines a request:`);
   for (let round = 1; round <= rounds; round++) {
     const order = round % 2 === 1 ? sides : [...sides].reverse();
     const figures = {} as Record<Side, { rate: number; cpuPerRequest: number }>;
