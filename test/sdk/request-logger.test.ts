@@ -29,6 +29,13 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A promise and the function that settles it (what Promise.withResolvers gives on Node 22). */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
 function reqlogClient(options: Partial<Parameters<typeof createReqlogClient>[0]> = {}): ReqlogClient {
   const client = createReqlogClient({ server: ts.server.address, app: "forge", version: "v1", flushIntervalMs: 10, ...options });
   closers.push(() => client.close({ timeoutMs: 200 }));
@@ -158,21 +165,19 @@ describe("requestLogger in front of a node:http handler", () => {
 
   it("writes the request as in progress when it starts, and completes it when it ends", async () => {
     const client = reqlogClient();
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    let arrived!: () => void;
-    const inHandler = new Promise<void>((resolve) => (arrived = resolve));
+    const gate = deferred();
+    const inHandler = deferred();
     const base = await nodeServer(requestLogger(client, { inProgress: true }), async (_req, res) => {
       log.info("waiting for the object store");
-      arrived();
-      await gate;
+      inHandler.resolve();
+      await gate.promise;
       res.end("done");
     });
     const answered = fetch(`${base}/slow`).then((r) => r.text());
-    await inHandler;
+    await inHandler.promise;
     const running = byResource(await stored(client), "/slow");
     expect([running.finished, running.status, running.endTime]).toEqual([false, 0, 0n]);
-    release();
+    gate.resolve();
     expect(await answered).toBe("done");
     const done = byResource(await stored(client), "/slow");
     expect([done.finished, done.status, done.responseSize, idOf(done)]).toEqual([true, 200, 4n, idOf(running)]);
@@ -181,22 +186,20 @@ describe("requestLogger in front of a node:http handler", () => {
 
   it("records a request whose client went away before the response as 499", async () => {
     const client = reqlogClient();
-    let arrived!: () => void;
-    const inHandler = new Promise<void>((resolve) => (arrived = resolve));
-    let answered!: () => void;
-    const tooLate = new Promise<void>((resolve) => (answered = resolve));
+    const inHandler = deferred();
+    const answered = deferred();
     const base = await nodeServer(requestLogger(client), async (_req, res) => {
-      arrived();
+      inHandler.resolve();
       await new Promise((resolve) => res.on("close", resolve));
       res.end("too late");
-      answered();
+      answered.resolve();
     });
     const req = httpRequest(`${base}/abandoned`);
     req.on("error", () => {});
     req.end();
-    await inHandler;
+    await inHandler.promise;
     req.destroy();
-    await tooLate;
+    await answered.promise;
     const abandoned = byResource(await stored(client), "/abandoned");
     expect([abandoned.status, abandoned.responseSize]).toEqual([499, 0n]);
   });
