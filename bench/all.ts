@@ -23,6 +23,8 @@ const benches: [string, string[], string[]][] = [
   ["read-bench", ["1000000"], ["100000"]],
   ["rss-bench", ["600"], ["20"]],
   ["import-bench", ["1000000"], ["50000"]],
+  ["middleware-bench", ["10", "5"], ["3", "2"]],
+  ["sdk-bench", ["300000", "3"], ["30000", "1"]],
 ];
 
 const out = createWriteStream(join(packageRoot(), "bench-results.txt"));

@@ -12,6 +12,12 @@ export interface ClientOptions {
   token?: string;
   /** TLS: true for the system's roots, a CA file (PEM), or Node's TLS options (client certificates). */
   tls?: boolean | string | SecureClientSessionOptions;
+  /** Call metadata sent with every call that does not set the same key itself (the SDK's app, version, …). */
+  headers?: Record<string, string>;
+  /** The deadline of every unary call that does not give its own `timeoutMs` (streams have none by default). */
+  timeoutMs?: number;
+  /** PING the server after this long without traffic, and drop a connection that does not answer (dead peers). */
+  keepaliveMs?: number;
   /** Run around every call (the tests check replies as a strict proto2 client). */
   interceptors?: Interceptor[];
   /** The service's schema; the generated LogService unless a test swaps in a lenient twin. */
@@ -36,23 +42,47 @@ function tlsOptions(tls: ClientOptions["tls"]): SecureClientSessionOptions | und
   return tls;
 }
 
+/** Sets each of `headers` on a call that does not set it itself. */
+function defaultHeaders(headers: Record<string, string>): Interceptor {
+  const entries = Object.entries(headers);
+  return (next) => (req) => {
+    for (const [key, value] of entries) if (!req.header.has(key)) req.header.set(key, value);
+    return next(req);
+  };
+}
+
+/**
+ * Gives every unary method of `client` a default deadline. Connect's own
+ * defaultTimeoutMs would also cut long-lived streams (Ingest, Tail), and a
+ * call cannot opt out of it, so the unary methods are wrapped instead.
+ */
+function withUnaryDeadline(client: Client<typeof LogService>, service: typeof LogService, timeoutMs: number): void {
+  const methods = client as unknown as Record<string, (request: unknown, options?: { timeoutMs?: number }) => unknown>;
+  for (const method of service.methods) {
+    if (method.methodKind !== "unary") continue;
+    const call = methods[method.localName]!;
+    methods[method.localName] = (request, options) =>
+      call(request, options?.timeoutMs !== undefined ? options : { ...options, timeoutMs });
+  }
+}
+
 /**
  * A client of the LogService over gRPC (HTTP/2), typed from the generated
- * service: what the CLI, the tests and the benchmarks call the server with.
+ * service: what the CLI, the SDK, the tests and the benchmarks call the
+ * server with.
  */
 export function createLogServiceClient(options: ClientOptions): LogServiceClient {
   const url = baseUrl(options.server, Boolean(options.tls));
   const interceptors: Interceptor[] = [...(options.interceptors ?? [])];
-  if (options.token !== undefined) {
-    const bearer = `Bearer ${options.token}`;
-    interceptors.unshift((next) => (req) => {
-      if (!req.header.has("authorization")) req.header.set("authorization", bearer);
-      return next(req);
-    });
-  }
-  const sessions = new Http2SessionManager(url, {}, tlsOptions(options.tls));
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+  if (Object.keys(headers).length > 0) interceptors.unshift(defaultHeaders(headers));
+  const keepalive = options.keepaliveMs === undefined ? {} : { pingIntervalMs: options.keepaliveMs, pingTimeoutMs: options.keepaliveMs };
+  const sessions = new Http2SessionManager(url, keepalive, tlsOptions(options.tls));
   const transport = createGrpcTransport({ baseUrl: url, sessionManager: sessions, interceptors });
-  const client = createClient(options.service ?? LogService, transport);
+  const service = options.service ?? LogService;
+  const client = createClient(service, transport);
+  if (options.timeoutMs !== undefined) withUnaryDeadline(client, service, options.timeoutMs);
   return Object.assign(client, { close: () => sessions.abort() });
 }
 

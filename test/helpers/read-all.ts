@@ -1,18 +1,20 @@
-import { create } from "@bufbuild/protobuf";
-import { LogOffsetSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
-import type { TestClient } from "./test-client.js";
+import type { RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { LogServiceClient } from "../../src/client/log-service-client.js";
 
-/** Every stored request of an app (in progress too, with app lines), paging through Read's offsets. */
-export async function readAll(client: TestClient, appId: string): Promise<RequestLog[]> {
+/**
+ * Every stored request of an app (in progress too), with its app lines,
+ * newest first, following Read's offsets page after page.
+ */
+export async function readAll(client: Pick<LogServiceClient, "read">, appId: string): Promise<RequestLog[]> {
   const all: RequestLog[] = [];
   let offset: Uint8Array | undefined;
   do {
     const page = await client.read({
       appId,
       count: 1000n,
-      includeIncomplete: true,
       includeAppLogs: true,
-      ...(offset ? { offset: create(LogOffsetSchema, { requestId: offset }) } : {}),
+      includeIncomplete: true,
+      ...(offset ? { offset: { requestId: offset } } : {}),
     });
     all.push(...page.log);
     offset = page.offset?.requestId;
@@ -30,3 +32,6 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** A request id as text. */
+export const idOf = (log: Pick<RequestLog, "requestId">) => new TextDecoder().decode(log.requestId);

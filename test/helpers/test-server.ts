@@ -22,6 +22,8 @@ import { t0 } from "./fixtures.js";
 import { createTestClient, type TestClient } from "./test-client.js";
 
 export interface TestServerOptions {
+  /** HOST:PORT of the gRPC port (default 127.0.0.1:0, a free port). */
+  listen?: string;
   limits?: Partial<Limits>;
   /** The database file; a fresh one in a temporary folder (removed on close) by default. */
   dbPath?: string;
@@ -79,7 +81,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     now: () => now,
   });
   const reqlog = await startReqlogServer(backend, {
-    listen: "127.0.0.1:0",
+    listen: options.listen ?? "127.0.0.1:0",
     httpListen: options.http ? "127.0.0.1:0" : undefined,
     pages: options.dashboard ? [dashboardPages()] : undefined,
     limits: { ...defaultLimits, ...options.limits },
