@@ -1347,14 +1347,14 @@ function describeStats(h: Harness): void {
       expect(all.records.map((r) => histogramMax(r.latency))).toEqual([500, 3000, 90_000, 2000]);
       expect([all.startHour! - hour, all.endHour! - hour]).toEqual([0, 2]);
       expect(all.clientIps).toEqual([
-        { name: "10.0.0.1", requests: 3, errors: 1 },
-        { name: "10.0.0.2", requests: 2, errors: 0 },
+        { name: "10.0.0.1", requests: 3, errors: 1, maxError: 0 },
+        { name: "10.0.0.2", requests: 2, errors: 0, maxError: 0 },
       ]);
       expect(all.userAgents).toEqual([
-        { name: "curl/8.5", requests: 4, errors: 1 },
-        { name: "Googlebot/2.1", requests: 1, errors: 0 },
+        { name: "curl/8.5", requests: 4, errors: 1, maxError: 0 },
+        { name: "Googlebot/2.1", requests: 1, errors: 0, maxError: 0 },
       ]);
-      expect(await stats({}, {}, "nobody")).toEqual({ records: [], clientIps: [], userAgents: [] });
+      expect(await stats({}, {}, "nobody")).toEqual({ records: [], routes: [], clientIps: [], userAgents: [] });
     });
 
     it("splits by version, filters versions, status classes and time, and widens buckets", async () => {
@@ -1388,14 +1388,14 @@ function describeStats(h: Harness): void {
         [0, 1, "/api/v1/teams/{id}", 5, 1, 1, 0, counts(90_000)],
         [1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)],
       ]);
-      expect(noBots.userAgents).toEqual([{ name: "curl/8.5", requests: 4, errors: 1 }]);
+      expect(noBots.userAgents).toEqual([{ name: "curl/8.5", requests: 4, errors: 1, maxError: 0 }]);
       // Client IPs are of every request of the range.
       expect(noBots.clientIps.map((c) => c.requests)).toEqual([3, 2]);
       const onlyBots = await stats({ excludeUserAgentRegex: "^curl/", topN: 1 });
       expect(onlyBots.records.map(brief)).toEqual([[0, 1, "/api/v1/teams/{id}", 2, 1, 0, 300, counts(3000)]]);
       expect(histogramMax(onlyBots.records[0]!.latency)).toBe(3000);
-      expect(onlyBots.userAgents).toEqual([{ name: "Googlebot/2.1", requests: 1, errors: 0 }]);
-      expect(onlyBots.clientIps).toEqual([{ name: "10.0.0.1", requests: 3, errors: 1 }]);
+      expect(onlyBots.userAgents).toEqual([{ name: "Googlebot/2.1", requests: 1, errors: 0, maxError: 0 }]);
+      expect(onlyBots.clientIps).toEqual([{ name: "10.0.0.1", requests: 3, errors: 1, maxError: 0 }]);
     });
 
     it("moves a request's share when it is rewritten or completed, keeps it for a late in-progress write, and drops it on expiry", async () => {
@@ -1423,13 +1423,13 @@ function describeStats(h: Harness): void {
         [2, 3, "/api/v1/teams/{id}", 2, 1, 0, 0, counts(700)],
       ]);
       expect(left.userAgents).toEqual([
-        { name: "", requests: 1, errors: 0 },
-        { name: "Googlebot/2.1", requests: 1, errors: 0 },
-        { name: "curl/8.5", requests: 1, errors: 0 },
+        { name: "", requests: 1, errors: 0, maxError: 0 },
+        { name: "Googlebot/2.1", requests: 1, errors: 0, maxError: 0 },
+        { name: "curl/8.5", requests: 1, errors: 0, maxError: 0 },
       ]);
 
       await h.backend.maintenance.expire(h0 + 10n * hourUs, 100, signal);
-      expect(await stats()).toEqual({ records: [], clientIps: [], userAgents: [] });
+      expect(await stats()).toEqual({ records: [], routes: [], clientIps: [], userAgents: [] });
     });
 
     it("refuses an answer of more than the plan's maxRecords records", async () => {
@@ -1469,7 +1469,7 @@ function describeStats(h: Harness): void {
           }
           // The top lists count every request of the range (user agents less the bots), most first, then by name.
           const top = (name: (f: StatsFacts) => string, keep: (f: StatsFacts) => boolean) =>
-            [...model.recount(keep, name)].map(([n, e]) => ({ name: n, requests: e.requests, errors: e.errors }))
+            [...model.recount(keep, name)].map(([n, e]) => ({ name: n, requests: e.requests, errors: e.errors, maxError: 0 }))
               .sort((a, b) => b.requests - a.requests || (a.name < b.name ? -1 : 1));
           expect(got.clientIps).toEqual(top((f) => f.ip, () => true));
           expect(got.userAgents).toEqual(top((f) => f.userAgent, (f) => !isBot(f.userAgent)));

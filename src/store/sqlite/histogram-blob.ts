@@ -1,4 +1,5 @@
 import type { LatencyHistogram } from "../../domain/latency-histogram.js";
+import { createVarintReader, createVarintWriter } from "./varint.js";
 
 /**
  * A latency histogram's counts as a column value: (bucket index − previous
@@ -8,40 +9,23 @@ import type { LatencyHistogram } from "../../domain/latency-histogram.js";
  */
 export function encodeHistogram(counts: ReadonlyMap<number, number>): Buffer {
   const buckets = [...counts.keys()].filter((b) => counts.get(b)! > 0).sort((a, b) => a - b);
-  const bytes: number[] = [];
-  const varint = (n: number) => {
-    while (n >= 0x80) {
-      bytes.push((n % 0x80) | 0x80);
-      n = Math.floor(n / 0x80);
-    }
-    bytes.push(n);
-  };
+  const out = createVarintWriter();
   let previous = 0;
   for (const bucket of buckets) {
-    varint(bucket - previous);
-    varint(counts.get(bucket)!);
+    out.uint(bucket - previous);
+    out.uint(counts.get(bucket)!);
     previous = bucket;
   }
-  return Buffer.from(bytes);
+  return out.done();
 }
 
 /** Adds the counts of an encoded histogram, times `sign`, into `into`. */
 export function addEncodedHistogram(into: LatencyHistogram, blob: Uint8Array, sign: 1 | -1 = 1): void {
-  let at = 0;
-  const varint = () => {
-    let n = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = blob[at++]!;
-      n += (byte & 0x7f) * scale;
-      if (byte < 0x80) return n;
-      scale *= 0x80;
-    }
-  };
+  const input = createVarintReader(blob);
   let bucket = 0;
-  while (at < blob.length) {
-    bucket += varint();
-    const sum = (into.counts.get(bucket) ?? 0) + sign * varint();
+  while (input.more) {
+    bucket += input.uint();
+    const sum = (into.counts.get(bucket) ?? 0) + sign * input.uint();
     if (sum === 0) into.counts.delete(bucket);
     else into.counts.set(bucket, sum);
   }

@@ -1,30 +1,40 @@
 import type Database from "better-sqlite3";
-import { emptyHistogram, type LatencyHistogram } from "../../domain/latency-histogram.js";
+import { emptyHistogram } from "../../domain/latency-histogram.js";
+import { type TopNames, topNamesOf } from "../../domain/top-names.js";
 import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
-import type { StatsClient, StatsRecord, StatsResult } from "../store.js";
+import type { StatsFigures, StatsRecord, StatsResult, StatsRoute } from "../store.js";
 import { addEncodedHistogram } from "./histogram-blob.js";
 import { createAppLookup } from "./keys.js";
-import { statsNameKind } from "./stats-rollups.js";
+import { dayOf, hoursPerDay, statsNameKind, topNameKind } from "./stats-rollups.js";
+import { decodeTopNames } from "./top-names-blob.js";
 
-/** A stats_hourly row, read raw (an array: building an object per row costs more than reading it). */
-type CellRow = [hour: number, routeKey: number, versionKey: number, statusClass: number, requests: number, bytes: number, maxLatency: number, latency: Buffer];
+/**
+ * A cell as every cell table is read (raw, an array: building an object per
+ * row costs more than reading it); the tables without a route or a version
+ * read 0 in its place.
+ */
+type Cell = [hour: number, routeKey: number, versionKey: number, statusClass: number, requests: number, bytes: number, maxLatency: number, latency: Buffer];
 
-/** A stats_agents_hourly row: what one user agent adds to one cell of stats_hourly. */
-interface AgentCellRow {
-  route_key: number;
-  version_key: number;
-  status_class: number;
-  requests: number;
-  bytes: number;
-  latency: Buffer;
-}
-
-/** What the user agents a bot pattern matches add to one cell of stats_hourly. */
+/** What the user agents a bot pattern matches add to one cell. */
 interface Excluded {
   requests: number;
   bytes: number;
   blobs: Buffer[];
+}
+
+/**
+ * The tables a question can be answered from, coarsest last: the cells of
+ * each version, of each route (versions merged), of each status class
+ * (routes merged too). `days` are the route cells of whole days.
+ */
+type Level = "versions" | "routes" | "classes";
+
+/** A stretch of the range read from hourly cells, or from the day cells of whole days. */
+interface Segment {
+  from: number;
+  to: number;
+  days: boolean;
 }
 
 const byName = (a: string | undefined, b: string | undefined) =>
@@ -41,29 +51,80 @@ function recordOrder(a: StatsRecord, b: StatsRecord): number {
 }
 
 /**
- * Stats from the rollups alone (migration 004): the work is one row per
- * (hour, route, version, status class) in the range, plus, with a bot
- * pattern, the rows of the user agents it matches; never a request row.
+ * The range cut into buckets of `width` hours, each read from the day cells
+ * for the whole days in it (when `days`) and from hourly cells for the rest;
+ * adjacent hourly stretches are joined.
+ */
+function segmentsOf(start: number, end: number, width: number, days: boolean): Segment[] {
+  const segments: Segment[] = [];
+  const add = (from: number, to: number, daily: boolean) => {
+    if (from >= to) return;
+    const last = segments.at(-1);
+    if (last && !last.days && !daily && last.to === from) last.to = to;
+    else segments.push({ from, to, days: daily });
+  };
+  for (let bucket = start; bucket < end; bucket += width) {
+    const bucketEnd = Math.min(bucket + width, end);
+    const firstDay = Math.ceil(bucket / hoursPerDay) * hoursPerDay;
+    const lastDay = Math.floor(bucketEnd / hoursPerDay) * hoursPerDay;
+    if (!days || firstDay >= lastDay) {
+      add(bucket, bucketEnd, false);
+    } else {
+      add(bucket, firstDay, false);
+      add(firstDay, lastDay, true);
+      add(lastDay, bucketEnd, false);
+    }
+  }
+  return segments;
+}
+
+const noFigures = (): StatsFigures => ({ requests: 0, errors: 0, bytes: 0, latency: emptyHistogram() });
+
+/**
+ * Adds a cell, less what the excluded user agents make of it, to some
+ * figures. The cell's max may be a left-out request's: it is an upper bound
+ * all the same, which histogramMax brings within the highest bucket still
+ * in use.
+ */
+function addCell(into: StatsFigures, cell: Cell, requests: number, bots: Excluded | undefined): void {
+  const [, , , statusClass, , bytes, maxLatency, latency] = cell;
+  into.requests += requests;
+  if (statusClass === 5) into.errors += requests;
+  into.bytes += bytes - (bots?.bytes ?? 0);
+  addEncodedHistogram(into.latency, latency);
+  for (const blob of bots?.blobs ?? []) addEncodedHistogram(into.latency, blob, -1);
+  if (maxLatency > into.latency.max) into.latency.max = maxLatency;
+}
+
+/**
+ * Stats from the rollups alone (migration 005), from the coarsest table
+ * that answers exactly: the time series of a call that merges routes and
+ * versions from one row per hour and status class; a route's figures over a
+ * range from one row per day for its whole days; the top lists from one
+ * bounded summary per day (and hour, at the range's ends). Filtering
+ * versions reads the cells of each version; a bot pattern takes the rows of
+ * the user agents it matches out of the hourly cells. Never a request row.
  */
 export function createStatsReader(db: Database.Database) {
   const appKey = createAppLookup(db);
+  const cellColumns = "status_class, requests, bytes, max_latency, latency";
   const stmt = {
-    range: db.prepare("SELECT min(hour) AS first, max(hour) AS last FROM stats_names WHERE app_key = ? AND kind = ?"),
+    range: db.prepare("SELECT min(hour) AS first, max(hour) AS last FROM stats_class_hours WHERE app_key = ?"),
     versions: db.prepare("SELECT id, module_id, version_id FROM versions WHERE app_key = ?"),
-    cells: db
-      .prepare(`
-        SELECT hour, route_key, version_key, status_class, requests, bytes, max_latency, latency
-        FROM stats_hourly WHERE app_key = ? AND hour >= ? AND hour < ?`)
-      .raw(),
+    cells: {
+      versions: db
+        .prepare(`SELECT hour, route_key, version_key, ${cellColumns} FROM stats_version_hours
+          WHERE app_key = ? AND version_key = ? AND hour >= ? AND hour < ?`)
+        .raw(),
+      routes: db.prepare(`SELECT hour, route_key, 0, ${cellColumns} FROM stats_route_hours WHERE app_key = ? AND hour >= ? AND hour < ?`).raw(),
+      classes: db.prepare(`SELECT hour, 0, 0, ${cellColumns} FROM stats_class_hours WHERE app_key = ? AND hour >= ? AND hour < ?`).raw(),
+      days: db.prepare(`SELECT hour, route_key, 0, ${cellColumns} FROM stats_route_days WHERE app_key = ? AND hour >= ? AND hour < ?`).raw(),
+    },
     names: db.prepare("SELECT id, hour, name FROM stats_names WHERE app_key = ? AND kind = ? AND hour >= ? AND hour < ?").raw(),
-    agentCells: db.prepare(
-      "SELECT route_key, version_key, status_class, requests, bytes, latency FROM stats_agents_hourly WHERE agent_key = ?",
-    ),
-    top: db.prepare(`
-      SELECT name, sum(requests) AS requests, sum(errors) AS errors FROM stats_names
-      WHERE app_key = ? AND kind = ? AND hour >= ? AND hour < ?
-      GROUP BY name HAVING sum(requests) > 0
-      ORDER BY requests DESC, name IS NULL, name`),
+    agentCells: db
+      .prepare("SELECT route_key, version_key, status_class, requests, bytes, latency FROM stats_agent_hours WHERE agent_key = ?")
+      .raw(),
+    tops: db.prepare("SELECT summary FROM stats_top_names WHERE app_key = ? AND kind = ? AND hours = ? AND hour >= ? AND hour < ?").pluck(),
   };
 
   /** The keys of the app's versions the plan counts, with their names. */
@@ -89,39 +150,36 @@ export function createStatsReader(db: Database.Database) {
     };
   }
 
-  /** The share of each stats_hourly cell that the matched user agents make, by `hour/route/version/class`. */
-  function excludedCells(app: number, start: number, end: number, isBot: (name: string) => boolean) {
+  /** A cell's key at a level: what the excluded user agents' shares are summed by. */
+  const cellKey = (level: Level, hour: number, routeKey: number, versionKey: number, statusClass: number) =>
+    level === "versions"
+      ? `${hour}/${routeKey}/${versionKey}/${statusClass}`
+      : level === "routes"
+        ? `${hour}/${routeKey}/${statusClass}`
+        : `${hour}/${statusClass}`;
+
+  /** The share of each cell of `level` that the matched user agents make. */
+  function excludedCells(app: number, start: number, end: number, level: Level, isBot: (name: string) => boolean) {
     const excluded = new Map<string, Excluded>();
     for (const [id, hour, name] of stmt.names.all(app, statsNameKind.agent, start, end) as [number, number, string | null][]) {
       if (name === null || !isBot(name)) continue;
-      for (const c of stmt.agentCells.all(id) as AgentCellRow[]) {
-        const key = `${hour}/${c.route_key}/${c.version_key}/${c.status_class}`;
+      for (const [routeKey, versionKey, statusClass, requests, bytes, latency] of stmt.agentCells.all(id) as [number, number, number, number, number, Buffer][]) {
+        const key = cellKey(level, hour, routeKey, versionKey, statusClass);
         const e = excluded.get(key) ?? { requests: 0, bytes: 0, blobs: [] };
-        e.requests += c.requests;
-        e.bytes += c.bytes;
-        e.blobs.push(c.latency);
+        e.requests += requests;
+        e.bytes += bytes;
+        e.blobs.push(latency);
         excluded.set(key, e);
       }
     }
     return excluded;
   }
 
-  function topClients(app: number, kind: number, start: number, end: number, n: number, leaveOut: (name: string) => boolean) {
-    const top: StatsClient[] = [];
-    if (n === 0) return top;
-    for (const row of stmt.top.iterate(app, kind, start, end) as IterableIterator<{ name: string | null; requests: number; errors: number }>) {
-      if (row.name !== null && leaveOut(row.name)) continue;
-      top.push({ ...(row.name !== null ? { name: row.name } : {}), requests: row.requests, errors: row.errors });
-      if (top.length === n) break;
-    }
-    return top;
-  }
-
   return function stats(plan: StatsPlan): StatsResult {
     const app = appKey(plan.appId);
-    const empty: StatsResult = { records: [], startHour: plan.startHour, endHour: plan.endHour, clientIps: [], userAgents: [] };
+    const empty: StatsResult = { records: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
     if (app === undefined) return empty;
-    const stored = stmt.range.get(app, statsNameKind.route) as { first: number | null; last: number | null };
+    const stored = stmt.range.get(app) as { first: number | null; last: number | null };
     const start = plan.startHour ?? stored.first;
     const end = plan.endHour ?? (stored.last === null ? null : stored.last + 1);
     if (start === null || end === null || start >= end) return empty;
@@ -129,23 +187,50 @@ export function createStatsReader(db: Database.Database) {
     const versions = versionsOf(app, plan);
     const classes = plan.statusClasses && new Set(plan.statusClasses);
     const isBot = botTest(plan);
-    const excluded = plan.excludeUserAgents === undefined ? undefined : excludedCells(app, start, end, isBot);
-    const width = plan.resolutionHours === 0 ? end - start : plan.resolutionHours;
-    const routes = new Map<number, string | null>();
-    for (const [id, , name] of stmt.names.all(app, statsNameKind.route, start, end) as [number, number, string | null][]) {
-      routes.set(id, name);
-    }
-    const records = new Map<string, StatsRecord>();
+    const bots = plan.excludeUserAgents !== undefined;
+    const versionsMerged = plan.versions === undefined && !plan.perVersion;
+    /** The hourly table for records split `byRoute` (or not). */
+    const hourly = (byRoute: boolean): Level => (!versionsMerged ? "versions" : byRoute ? "routes" : "classes");
+    const excluded = new Map<Level, Map<string, Excluded>>();
+    const excludedAt = (level: Level) => {
+      let e = excluded.get(level);
+      if (!e) excluded.set(level, (e = bots ? excludedCells(app, start, end, level, isBot) : new Map()));
+      return e;
+    };
 
-    for (const cell of stmt.cells.iterate(app, start, end) as IterableIterator<CellRow>) {
+    /** Route names by key, loaded for the periods read. */
+    const routeNames = new Map<number, string | null>();
+    const loadNames = (kind: number, from: number, to: number) => {
+      for (const [id, , name] of stmt.names.all(app, kind, from, to) as [number, number, string | null][]) routeNames.set(id, name);
+    };
+
+    /** Each cell of the range's segments, with its requests less the excluded ones' (cells left with none are skipped). */
+    function eachCell(segments: Segment[], level: Level, withNames: boolean, visit: (cell: Cell, requests: number, bots: Excluded | undefined) => void) {
+      const minus = excludedAt(level);
+      for (const s of segments) {
+        const table = s.days ? "days" : level;
+        if (withNames) loadNames(s.days ? statsNameKind.routeDay : statsNameKind.route, s.from, s.to);
+        const rows =
+          table === "versions"
+            ? [...versions.keys()].flatMap((v) => stmt.cells.versions.all(app, v, s.from, s.to) as Cell[])
+            : (stmt.cells[table].all(app, s.from, s.to) as Cell[]);
+        for (const cell of rows) {
+          const [hour, routeKey, versionKey, statusClass, requests] = cell;
+          if (classes && !classes.has(statusClass)) continue;
+          const b = s.days ? undefined : minus.get(cellKey(level, hour, routeKey, versionKey, statusClass));
+          const left = requests - (b?.requests ?? 0);
+          if (left > 0) visit(cell, left, b);
+        }
+      }
+    }
+
+    const width = plan.resolutionHours === 0 ? end - start : plan.resolutionHours;
+    const records = new Map<string, StatsRecord>();
+    const recordLevel = hourly(plan.byRoute);
+    eachCell(segmentsOf(start, end, width, recordLevel === "routes" && !bots), recordLevel, plan.byRoute, (cell, requests, b) => {
       const [hour, routeKey, versionKey, statusClass] = cell;
-      const version = versions.get(versionKey);
-      if (!version || (classes && !classes.has(statusClass))) continue;
-      const bots = excluded?.get(`${hour}/${routeKey}/${versionKey}/${statusClass}`);
-      const requests = cell[4] - (bots?.requests ?? 0);
-      if (requests <= 0) continue;
       const index = Math.floor((hour - start) / width);
-      const route = routes.get(routeKey) ?? undefined;
+      const route = plan.byRoute ? (routeNames.get(routeKey) ?? undefined) : undefined;
       const key = `${index}\u0000${route ?? "\u0000"}\u0000${statusClass}\u0000${plan.perVersion ? versionKey : ""}`;
       let record = records.get(key);
       if (!record) {
@@ -157,40 +242,37 @@ export function createStatsReader(db: Database.Database) {
           endHour: Math.min(startHour + width, end),
           ...(route !== undefined ? { route } : {}),
           statusClass,
-          ...(plan.perVersion ? version : {}),
-          requests: 0,
-          errors: 0,
-          bytes: 0,
-          latency: emptyHistogram(),
+          ...(plan.perVersion ? versions.get(versionKey) : {}),
+          ...noFigures(),
         };
         records.set(key, record);
       }
-      record.requests += requests;
-      if (statusClass === 5) record.errors += requests;
-      record.bytes += cell[5] - (bots?.bytes ?? 0);
-      addCell(record.latency, cell, bots);
+      addCell(record, cell, requests, b);
+    });
+
+    const routes = new Map<string | null, StatsRoute>();
+    if (plan.topN > 0) {
+      const level = hourly(true);
+      eachCell(segmentsOf(start, end, end - start, level === "routes" && !bots), level, true, (cell, requests, b) => {
+        const name = routeNames.get(cell[1]) ?? null;
+        let route = routes.get(name);
+        if (!route) routes.set(name, (route = { ...(name !== null ? { route: name } : {}), ...noFigures() }));
+        addCell(route, cell, requests, b);
+      });
     }
 
-    const ordered = [...records.values()].sort(recordOrder);
+    /** The summaries of the range: whole days from the days', the hours at its ends from the hours'. */
+    const summaries = (kind: number): TopNames[] =>
+      segmentsOf(start, end, end - start, true).flatMap((s) =>
+        (stmt.tops.all(app, kind, s.days ? hoursPerDay : 1, s.days ? dayOf(s.from) : s.from, s.to) as Buffer[]).map(decodeTopNames),
+      );
     return {
-      records: ordered,
+      records: [...records.values()].sort(recordOrder),
       startHour: start,
       endHour: end,
-      clientIps: topClients(app, statsNameKind.ip, start, end, plan.topN, () => false),
-      userAgents: topClients(app, statsNameKind.agent, start, end, plan.topN, isBot),
+      routes: [...routes.values()],
+      clientIps: plan.topN > 0 ? topNamesOf(summaries(topNameKind.ip), plan.topN) : [],
+      userAgents: plan.topN > 0 ? topNamesOf(summaries(topNameKind.agent), plan.topN, isBot) : [],
     };
   };
 }
-
-/**
- * Adds a cell's latencies, less those of the excluded user agents, to a
- * record's histogram. The cell's max may be a left-out request's: it is an
- * upper bound all the same, which histogramMax brings within the highest
- * bucket still in use.
- */
-function addCell(into: LatencyHistogram, [, , , , , , maxLatency, latency]: CellRow, bots: Excluded | undefined): void {
-  addEncodedHistogram(into, latency);
-  for (const blob of bots?.blobs ?? []) addEncodedHistogram(into, blob, -1);
-  if (maxLatency > into.max) into.max = maxLatency;
-}
-
