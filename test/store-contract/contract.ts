@@ -25,6 +25,7 @@ import {
   RequestLogSchema,
   type StatsRequest,
   StatsRequestSchema,
+  StatsSplit,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { histogramMax, histogramOf, histogramPercentile, latencyBucket } from "../../src/domain/latency-histogram.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../src/domain/records.js";
@@ -41,6 +42,7 @@ import type {
   Cursor,
   ReadResult,
   StatsRecord,
+  StatsRoute,
   Store,
   UsageBucket,
   UsageResult,
@@ -1481,6 +1483,25 @@ function describeStats(h: Harness): void {
           expect(new Map(classes.records.map((r) => [`${r.route}/${r.statusClass}`, [r.requests, r.errors, r.bytes, r.latency.counts]]))).toEqual(
             new Map([...byRoute].map(([k, e]) => [k, [e.requests, e.errors, e.bytes, histogramOf(e.latencies).counts]])),
           );
+
+          // Each route over the range, filtered as the records are (bots, status classes).
+          const figuresOf = (groups: ReturnType<typeof model.recount>) =>
+            new Map([...groups].map(([k, e]) => [k, [e.requests, e.errors, e.bytes, histogramOf(e.latencies).counts]]));
+          const routesOf = (routes: StatsRoute[]) => new Map(routes.map((r) => [r.route, [r.requests, r.errors, r.bytes, r.latency.counts]]));
+          expect(routesOf(got.routes)).toEqual(figuresOf(model.recount((f) => !isBot(f.userAgent), (f) => f.route)));
+          expect(routesOf(classes.routes)).toEqual(figuresOf(model.recount(wanted, (f) => f.route)));
+
+          // Routes merged: hourly per status class, and per class over the range without the bots.
+          const hourly = await stats({ split: StatsSplit.CLASS, topN: 0 }, {}, app);
+          expect(hourly.routes).toEqual([]);
+          expect(new Map(hourly.records.map((r) => [`${r.startHour}/${r.statusClass}`, [r.requests, r.errors, r.bytes, r.latency.counts]]))).toEqual(
+            figuresOf(model.recount(() => true, (f) => `${f.hour}/${f.statusClass}`)),
+          );
+          expect(hourly.records.every((r) => r.route === undefined && r.endHour === r.startHour + 1)).toBe(true);
+          const noBots = await stats({ split: StatsSplit.CLASS, resolutionHours: 0, ...(query.bot !== undefined ? { excludeUserAgentRegex: query.bot } : {}) }, {}, app);
+          expect(new Map(noBots.records.map((r) => [`${r.statusClass}`, [r.requests, r.errors, r.bytes, r.latency.counts]]))).toEqual(
+            figuresOf(model.recount((f) => !isBot(f.userAgent), (f) => `${f.statusClass}`)),
+          );
         }),
         { numRuns: 100 },
       );
@@ -1512,7 +1533,8 @@ const statsOp = fc.oneof(
       req: fc.nat(9),
       version: fc.nat(1),
       finished: fc.nat(3).map((n) => n > 0),
-      endHour: fc.nat(4),
+      // Mostly the same few hours; some a day or two on, so that ranges hold whole days (day rollups).
+      endHour: fc.oneof({ arbitrary: fc.nat(4), weight: 3 }, { arbitrary: fc.integer({ min: 5, max: 60 }), weight: 1 }),
       offset: fc.nat(3_599_999_999),
       route: fc.nat(5),
       status: fc.constantFrom(200, 201, 304, 404, 429, 500, 503, 0, 700),
