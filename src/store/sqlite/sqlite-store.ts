@@ -17,7 +17,7 @@ export interface SqliteStoreParts {
   now: Clock;
   change: RunChange;
   writer: RequestWriter;
-  /** Reads on the writer's connection: Tail's changes, records by id, and Reads when there is no pool. */
+  /** Reads on the writer's connection: Tail's changes, records by id, and Reads and Stats when there is no pool. */
   reader: SqliteReader;
   pool: ReadPool | undefined;
   /** Listeners called after every commit. */
@@ -77,7 +77,8 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
     },
 
     stats(plan, signal) {
-      return guarded(signal, () => stats(plan));
+      // On a worker when there are any: a month of a busy app's rollups is read without holding the writers back.
+      return guarded(signal, () => (pool ? pool.stats(plan, signal) : stats(plan)));
     },
 
     changePosition(signal) {
