@@ -108,16 +108,24 @@ export function histogramMax(h: LatencyHistogram): number {
  * bucket as the exact percentile.
  */
 export function histogramPercentile(h: LatencyHistogram, percent: number): number {
+  return histogramPercentiles(h, [percent])[0]!;
+}
+
+/** Several percentiles (ascending `percents`) in one walk over the buckets, each as histogramPercentile gives it. */
+export function histogramPercentiles(h: LatencyHistogram, percents: readonly number[]): number[] {
   const n = histogramTotal(h);
-  if (n === 0) return 0;
-  const rank = Math.max(1, Math.ceil((n * percent) / 100));
+  if (n === 0) return percents.map(() => 0);
+  const max = histogramMax(h);
   const buckets = [...h.counts.keys()].sort((a, b) => a - b);
+  const values: number[] = [];
   let seen = 0;
-  for (const bucket of buckets) {
-    seen += h.counts.get(bucket)!;
-    if (seen >= rank) return Math.min(bucketMiddle(bucket), histogramMax(h));
+  let i = 0;
+  for (const percent of percents) {
+    const rank = Math.max(1, Math.ceil((n * percent) / 100));
+    while (i < buckets.length && seen + h.counts.get(buckets[i]!)! < rank) seen += h.counts.get(buckets[i++]!)!;
+    values.push(i < buckets.length ? Math.min(bucketMiddle(buckets[i]!), max) : max);
   }
-  return histogramMax(h);
+  return values;
 }
 
 /**

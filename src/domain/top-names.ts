@@ -99,9 +99,15 @@ export function topNamesOf(summaries: Iterable<TopNames>, n: number, leaveOut: (
       sum.floors += summary.floor;
     }
   }
+  // Only the names that can be among the first n are sorted: those with at least the n-th largest estimate.
+  const estimates = new Float64Array(sums.size);
+  let k = 0;
+  for (const [name, s] of sums) if (!leaveOut(name)) estimates[k++] = s.requests;
+  const sorted = estimates.subarray(0, k).sort();
+  const threshold = k > n ? sorted[k - n]! : -Infinity;
   const top: TopName[] = [];
   for (const [name, s] of sums) {
-    if (leaveOut(name)) continue;
+    if (s.requests < threshold || leaveOut(name)) continue;
     top.push({ name, requests: s.requests, errors: s.errors, maxError: Math.max(s.over, floors - s.floors) });
   }
   return top.sort((a, b) => b.requests - a.requests || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).slice(0, n);

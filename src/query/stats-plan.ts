@@ -21,6 +21,8 @@ export interface StatsPlan {
   resolutionHours: number;
   /** A record per (module, version), rather than versions merged. */
   perVersion: boolean;
+  /** Records wanted (otherwise only the buckets, the route figures and the top lists). */
+  records: boolean;
   /** A record per route, rather than routes merged. */
   byRoute: boolean;
   /** Status classes to count (0 to 5); undefined = all. */
@@ -89,6 +91,7 @@ export function planStats(request: StatsRequest, limits: Limits): StatsPlan {
     endHour,
     resolutionHours: request.resolutionHours,
     perVersion: request.perVersion,
+    records: request.split !== StatsSplit.NONE,
     byRoute: request.split === StatsSplit.UNSPECIFIED || request.split === StatsSplit.ROUTE_CLASS,
     statusClasses: request.statusClass.length > 0 ? [...new Set(request.statusClass)].sort((a, b) => a - b) : undefined,
     excludeUserAgents: isFieldSet(request, f.excludeUserAgentRegex)

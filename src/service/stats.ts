@@ -5,50 +5,25 @@ import {
   type StatsRequest,
   type StatsResponse,
   StatsResponseSchema,
-  StatsSplit,
 } from "../../gen/reqlog/v1/log_service_pb.js";
-import { histogramMax, histogramPercentile } from "../domain/latency-histogram.js";
+import { histogramMax, histogramPercentile, histogramPercentiles } from "../domain/latency-histogram.js";
 import { addFigures, noFigures, type StatsFigures } from "../domain/stats-figures.js";
 import { planStats } from "../query/stats-plan.js";
-import type { StatsClient, StatsRecord, StatsRoute } from "../store/store.js";
+import type { StatsClient, StatsRoute } from "../store/store.js";
 import type { UnaryHandler } from "./call-context.js";
 import type { ServiceDeps } from "./log-service.js";
 
 function figuresMessage(f: StatsFigures): StatsFiguresMessage {
-  const percentile = (p: number) => BigInt(histogramPercentile(f.latency, p));
+  const [p50, p90, p99] = histogramPercentiles(f.latency, [50, 90, 99]);
   return create(StatsFiguresSchema, {
     requests: BigInt(f.requests),
     errors: BigInt(f.errors),
     bytesSent: BigInt(f.bytes),
-    latencyP50: percentile(50),
-    latencyP90: percentile(90),
-    latencyP99: percentile(99),
+    latencyP50: BigInt(p50!),
+    latencyP90: BigInt(p90!),
+    latencyP99: BigInt(p99!),
     latencyMax: BigInt(histogramMax(f.latency)),
   });
-}
-
-/** Status classes 0 (other) to 5 (5xx): the length of a bucket's class_requests. */
-const statusClasses = 6;
-
-interface Bucket extends StatsFigures {
-  startHour: number;
-  endHour: number;
-  classRequests: number[];
-}
-
-/** The records of each time bucket merged (routes, classes and versions): the chart points. */
-function bucketsOf(records: readonly StatsRecord[]): Bucket[] {
-  const buckets = new Map<number, Bucket>();
-  for (const r of records) {
-    let bucket = buckets.get(r.startHour);
-    if (!bucket) {
-      bucket = { startHour: r.startHour, endHour: r.endHour, classRequests: new Array<number>(statusClasses).fill(0), ...noFigures() };
-      buckets.set(r.startHour, bucket);
-    }
-    addFigures(bucket, r);
-    bucket.classRequests[r.statusClass]! += r.requests;
-  }
-  return [...buckets.values()].sort((a, b) => a.startHour - b.startHour);
 }
 
 interface RouteTotal extends StatsRoute {
@@ -71,9 +46,8 @@ export function createStatsHandler({ store, limits }: ServiceDeps): UnaryHandler
     const plan = planStats(request, limits);
     call.authorize([plan.appId]);
     const result = await store.stats(plan, call.signal);
-    const buckets = bucketsOf(result.records);
     const total = noFigures();
-    for (const b of buckets) addFigures(total, b);
+    for (const b of result.buckets) addFigures(total, b);
     const routes = result.routes.map((r) => ({ ...r, p99: histogramPercentile(r.latency, 99) }));
     const top = (order: (a: RouteTotal, b: RouteTotal) => number) =>
       [...routes]
@@ -81,18 +55,15 @@ export function createStatsHandler({ store, limits }: ServiceDeps): UnaryHandler
         .slice(0, plan.topN)
         .map((t) => ({ ...(t.route !== undefined ? { route: t.route } : {}), figures: figuresMessage(t) }));
     return create(StatsResponseSchema, {
-      record:
-        request.split === StatsSplit.NONE
-          ? []
-          : result.records.map((r) => ({
-              startTime: seconds(r.startHour),
-              endTime: seconds(r.endHour),
-              ...(r.route !== undefined ? { route: r.route } : {}),
-              statusClass: r.statusClass,
-              ...(r.moduleId !== undefined ? { moduleId: r.moduleId, versionId: r.versionId } : {}),
-              figures: figuresMessage(r),
-            })),
-      bucket: buckets.map((b) => ({
+      record: result.records.map((r) => ({
+        startTime: seconds(r.startHour),
+        endTime: seconds(r.endHour),
+        ...(r.route !== undefined ? { route: r.route } : {}),
+        statusClass: r.statusClass,
+        ...(r.moduleId !== undefined ? { moduleId: r.moduleId, versionId: r.versionId } : {}),
+        figures: figuresMessage(r),
+      })),
+      bucket: result.buckets.map((b) => ({
         startTime: seconds(b.startHour),
         endTime: seconds(b.endHour),
         figures: figuresMessage(b),

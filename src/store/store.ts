@@ -3,7 +3,7 @@ import type { InstanceKey, PreparedRecord, RequestContext, RequestLines } from "
 import type { ReadPlan } from "../query/read-plan.js";
 import type { UsagePlan } from "../query/usage-plan.js";
 import type { StatsPlan } from "../query/stats-plan.js";
-import type { StatsFigures } from "../domain/stats-figures.js";
+import type { StatsBucket, StatsFigures } from "../domain/stats-figures.js";
 
 /**
  * The storage contract of reqlog, the same for every backend (SQLite, and
@@ -118,7 +118,7 @@ export interface UsageResult {
   versions: string[];
 }
 
-export type { StatsFigures };
+export type { StatsBucket, StatsFigures };
 
 /** One time bucket of one route (unless the plan merges routes) and status class (and version, when the plan asks). */
 export interface StatsRecord extends StatsFigures {
@@ -152,8 +152,10 @@ export interface StatsClient {
 }
 
 export interface StatsResult {
-  /** By start hour, then route (undefined last), status class, module and version. */
+  /** By start hour, then route (undefined last), status class, module and version; empty unless `plan.records`. */
   records: StatsRecord[];
+  /** The time buckets that count any request, by start hour: what the records of each add up to. */
+  buckets: StatsBucket[];
   /** The range: the plan's bounds, or the first and after the last hour with stats; undefined when neither is known. */
   startHour?: number;
   endHour?: number;

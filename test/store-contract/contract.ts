@@ -41,6 +41,7 @@ import type {
   ChangesResult,
   Cursor,
   ReadResult,
+  StatsBucket,
   StatsRecord,
   StatsRoute,
   Store,
@@ -1356,7 +1357,7 @@ function describeStats(h: Harness): void {
         { name: "curl/8.5", requests: 4, errors: 1, maxError: 0 },
         { name: "Googlebot/2.1", requests: 1, errors: 0, maxError: 0 },
       ]);
-      expect(await stats({}, {}, "nobody")).toEqual({ records: [], routes: [], clientIps: [], userAgents: [] });
+      expect(await stats({}, {}, "nobody")).toEqual({ records: [], buckets: [], routes: [], clientIps: [], userAgents: [] });
     });
 
     it("splits by version, filters versions, status classes and time, and widens buckets", async () => {
@@ -1431,7 +1432,7 @@ function describeStats(h: Harness): void {
       ]);
 
       await h.backend.maintenance.expire(h0 + 10n * hourUs, 100, signal);
-      expect(await stats()).toEqual({ records: [], routes: [], clientIps: [], userAgents: [] });
+      expect(await stats()).toEqual({ records: [], buckets: [], routes: [], clientIps: [], userAgents: [] });
     });
 
     it("refuses an answer of more than the plan's maxRecords records", async () => {
@@ -1502,6 +1503,22 @@ function describeStats(h: Harness): void {
           expect(new Map(noBots.records.map((r) => [`${r.statusClass}`, [r.requests, r.errors, r.bytes, r.latency.counts]]))).toEqual(
             figuresOf(model.recount((f) => !isBot(f.userAgent), (f) => `${f.statusClass}`)),
           );
+
+          // The buckets: every request of each hour, its classes counted apart; the same whether records come or not.
+          const bucketsOf = (buckets: StatsBucket[]) =>
+            new Map(buckets.map((b) => [b.startHour, [b.requests, b.errors, b.bytes, b.latency.counts, b.classRequests]]));
+          const perHour = model.recount(wanted, (f) => `${f.hour}`);
+          const classesOf = (hour: number) =>
+            [0, 1, 2, 3, 4, 5].map((c) => model.recount((f) => wanted(f) && f.statusClass === c, (f) => `${f.hour}`).get(`${hour}`)?.requests ?? 0);
+          const expectedBuckets = new Map(
+            [...perHour].map(([h, e]) => [Number(h), [e.requests, e.errors, e.bytes, histogramOf(e.latencies).counts, classesOf(Number(h))]]),
+          );
+          const series = await stats({ split: StatsSplit.NONE, statusClass: query.classes, topN: 0 }, {}, app);
+          expect(series.records).toEqual([]);
+          expect(bucketsOf(series.buckets)).toEqual(expectedBuckets);
+          expect(series.buckets.every((b) => b.endHour === b.startHour + 1)).toBe(true);
+          const withRecords = await stats({ perVersion: true, statusClass: query.classes, topN: 0 }, {}, app);
+          expect(bucketsOf(withRecords.buckets)).toEqual(expectedBuckets);
         }),
         { numRuns: 100 },
       );

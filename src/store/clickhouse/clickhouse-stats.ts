@@ -1,4 +1,4 @@
-import { noFigures, type StatsFigures } from "../../domain/stats-figures.js";
+import { bucketsOf, noFigures, type StatsFigures } from "../../domain/stats-figures.js";
 import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
 import type { StatsClient, StatsRecord, StatsResult, StatsRoute } from "../store.js";
@@ -50,7 +50,7 @@ const recordOrder = (a: StatsRecord, b: StatsRecord) =>
 export function createStatsReader(sql: SqlClient) {
   return async function stats(plan: StatsPlan, signal: AbortSignal): Promise<StatsResult> {
     const app = sqlString(plan.appId);
-    const empty: StatsResult = { records: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
+    const empty: StatsResult = { records: [], buckets: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
     let start = plan.startHour;
     let end = plan.endHour;
     if (start === undefined || end === undefined) {
@@ -136,8 +136,10 @@ export function createStatsReader(sql: SqlClient) {
         .sort((a, b) => b.requests - a.requests || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     };
 
+    const ordered = [...records.values()].sort(recordOrder);
     return {
-      records: [...records.values()].sort(recordOrder),
+      records: plan.records ? ordered : [],
+      buckets: bucketsOf(ordered),
       startHour: start,
       endHour: end,
       routes: [...routes.values()],

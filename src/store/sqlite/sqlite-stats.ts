@@ -1,9 +1,9 @@
 import type Database from "better-sqlite3";
-import { emptyHistogram } from "../../domain/latency-histogram.js";
+import { bucketsOf, emptyBucket, noFigures } from "../../domain/stats-figures.js";
 import { type TopNames, topNamesOf } from "../../domain/top-names.js";
 import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
-import type { StatsFigures, StatsRecord, StatsResult, StatsRoute } from "../store.js";
+import type { StatsBucket, StatsFigures, StatsRecord, StatsResult, StatsRoute } from "../store.js";
 import { addEncodedHistogram } from "./histogram-blob.js";
 import { createAppLookup } from "./keys.js";
 import { dayOf, hoursPerDay, statsNameKind, topNameKind } from "./stats-rollups.js";
@@ -77,8 +77,6 @@ function segmentsOf(start: number, end: number, width: number, days: boolean): S
   }
   return segments;
 }
-
-const noFigures = (): StatsFigures => ({ requests: 0, errors: 0, bytes: 0, latency: emptyHistogram() });
 
 /**
  * Adds a cell, less what the excluded user agents make of it, to some
@@ -177,7 +175,7 @@ export function createStatsReader(db: Database.Database) {
 
   return function stats(plan: StatsPlan): StatsResult {
     const app = appKey(plan.appId);
-    const empty: StatsResult = { records: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
+    const empty: StatsResult = { records: [], buckets: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
     if (app === undefined) return empty;
     const stored = stmt.range.get(app) as { first: number | null; last: number | null };
     const start = plan.startHour ?? stored.first;
@@ -225,30 +223,50 @@ export function createStatsReader(db: Database.Database) {
     }
 
     const width = plan.resolutionHours === 0 ? end - start : plan.resolutionHours;
+    /** A new record or bucket: bounded, so an open range over a year of many routes stops here, not at the end. */
+    const bounded = (size: number) => {
+      if (size === plan.maxRecords) throw statsTooLarge(plan.maxRecords, `more than ${plan.maxRecords}`);
+    };
     const records = new Map<string, StatsRecord>();
+    const buckets = new Map<number, StatsBucket>();
     const recordLevel = hourly(plan.byRoute);
-    eachCell(segmentsOf(start, end, width, recordLevel === "routes" && !bots), recordLevel, plan.byRoute, (cell, requests, b) => {
-      const [hour, routeKey, versionKey, statusClass] = cell;
-      const index = Math.floor((hour - start) / width);
-      const route = plan.byRoute ? (routeNames.get(routeKey) ?? undefined) : undefined;
-      const key = `${index}\u0000${route ?? "\u0000"}\u0000${statusClass}\u0000${plan.perVersion ? versionKey : ""}`;
-      let record = records.get(key);
-      if (!record) {
-        // Bounded: an open range over a year of many routes stops here, not at the end.
-        if (records.size === plan.maxRecords) throw statsTooLarge(plan.maxRecords, `more than ${plan.maxRecords}`);
-        const startHour = start + index * width;
-        record = {
-          startHour,
-          endHour: Math.min(startHour + width, end),
-          ...(route !== undefined ? { route } : {}),
-          statusClass,
-          ...(plan.perVersion ? versions.get(versionKey) : {}),
-          ...noFigures(),
-        };
-        records.set(key, record);
-      }
-      addCell(record, cell, requests, b);
-    });
+    if (plan.records) {
+      eachCell(segmentsOf(start, end, width, recordLevel === "routes" && !bots), recordLevel, plan.byRoute, (cell, requests, b) => {
+        const [hour, routeKey, versionKey, statusClass] = cell;
+        const index = Math.floor((hour - start) / width);
+        const route = plan.byRoute ? (routeNames.get(routeKey) ?? undefined) : undefined;
+        const key = `${index}\u0000${route ?? "\u0000"}\u0000${statusClass}\u0000${plan.perVersion ? versionKey : ""}`;
+        let record = records.get(key);
+        if (!record) {
+          bounded(records.size);
+          const startHour = start + index * width;
+          record = {
+            startHour,
+            endHour: Math.min(startHour + width, end),
+            ...(route !== undefined ? { route } : {}),
+            statusClass,
+            ...(plan.perVersion ? versions.get(versionKey) : {}),
+            ...noFigures(),
+          };
+          records.set(key, record);
+        }
+        addCell(record, cell, requests, b);
+      });
+    } else {
+      // The time series alone: each cell straight into its bucket (no record, so one histogram a bucket).
+      eachCell(segmentsOf(start, end, width, false), hourly(false), false, (cell, requests, b) => {
+        const index = Math.floor((cell[0] - start) / width);
+        let bucket = buckets.get(index);
+        if (!bucket) {
+          bounded(buckets.size);
+          const startHour = start + index * width;
+          buckets.set(index, (bucket = emptyBucket(startHour, Math.min(startHour + width, end))));
+        }
+        addCell(bucket, cell, requests, b);
+        bucket.classRequests[cell[3]]! += requests;
+      });
+    }
+    const ordered = [...records.values()].sort(recordOrder);
 
     const routes = new Map<string | null, StatsRoute>();
     if (plan.topN > 0) {
@@ -267,7 +285,8 @@ export function createStatsReader(db: Database.Database) {
         (stmt.tops.all(app, kind, s.days ? hoursPerDay : 1, s.days ? dayOf(s.from) : s.from, s.to) as Buffer[]).map(decodeTopNames),
       );
     return {
-      records: [...records.values()].sort(recordOrder),
+      records: ordered,
+      buckets: plan.records ? bucketsOf(ordered) : [...buckets.values()].sort((a, b) => a.startHour - b.startHour),
       startHour: start,
       endHour: end,
       routes: [...routes.values()],

@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
-import { emptyHistogram, type LatencyHistogram, latencyBucket, mergeHistogram } from "../../domain/latency-histogram.js";
+import { latencyBucket, latencyBucketCount } from "../../domain/latency-histogram.js";
 import { addToTopNames, emptyTopNames, type TopNames } from "../../domain/top-names.js";
 import type { StatsFacts } from "../../write/stats-facts.js";
-import { addEncodedHistogram, encodeHistogram } from "./histogram-blob.js";
+import { encodeHistogram, forEachEncodedBucket } from "./histogram-blob.js";
 import { decodeTopNames, encodeTopNames } from "./top-names-blob.js";
 
 /** The kinds of name in stats_names. */
@@ -37,28 +37,47 @@ export interface StatsShare {
   facts: StatsFacts;
 }
 
+/**
+ * An (app, hour) or (app, day) as one number, a Map key that costs no
+ * string: hours since the epoch stay below 2^24 until the year 3884.
+ */
+const periodOf = (appKey: number, hour: number) => appKey * 0x1000000 + hour;
+
+/** A route or user agent of one app and hour that a write counts. */
 interface NameDelta {
+  /** Its number in this write: the cells' keys use it. */
+  id: number;
   appKey: number;
   kind: NameKind;
   hour: number;
   name: string;
   requests: number;
+  /** Where its requests are counted, once `flush` has found it. */
+  row?: NameRow | undefined;
 }
 
-/** What a write adds to (or takes from) one cell: requests, bytes, latencies (its max: the largest added). */
+/** What a write adds to (or takes from) one cell: requests, bytes, latencies. */
 interface CellDelta {
   requests: number;
   bytes: number;
-  latency: LatencyHistogram;
+  /** The largest latency added. */
+  max: number;
+  /** The latency bucket of each request added, and ~bucket (negative) of each taken out. */
+  buckets: number[];
 }
 
-/** A cell of an hour's route (a key in `names`), for the tables keyed by route. */
-interface RouteCellDelta extends CellDelta {
-  route: string;
+/** A cell of stats_version_hours (`agent` unset) or stats_agent_hours. */
+interface VersionCellDelta extends CellDelta {
+  route: NameDelta;
   versionKey: number;
   statusClass: number;
-  /** stats_agent_hours: the user agent's key in `names`. */
-  agent?: string;
+  agent?: NameDelta;
+}
+
+/** A cell of stats_route_hours; stats_route_days' are made from them. */
+interface RouteCellDelta extends CellDelta {
+  route: NameDelta;
+  statusClass: number;
 }
 
 interface ClassCellDelta extends CellDelta {
@@ -67,11 +86,10 @@ interface ClassCellDelta extends CellDelta {
   statusClass: number;
 }
 
-/** What a write adds to the top names of one (app, kind, period). */
+/** What a write adds to the top names of one (app, kind, hour): the days' are made from them. */
 interface TopDelta {
   appKey: number;
   kind: TopKind;
-  hours: number;
   hour: number;
   requests: number;
   names: Map<string, { requests: number; errors: number }>;
@@ -94,11 +112,26 @@ interface PeriodNames {
 /** Most (app, kind, period)s whose name rows, and most summaries, the writer keeps in memory. */
 const maxCachedPeriods = 64;
 
+/**
+ * Most cells the writer keeps decoded (about 600 bytes each). Live traffic
+ * moves the cells of its hour and day over and over: each is read from its
+ * table once, then only written.
+ */
+const maxCachedCells = 8192;
+
 interface StoredCell {
   requests: number;
   bytes: number;
   max_latency?: number;
   latency: Buffer;
+}
+
+/** A cell as stored, decoded: what the writer knows of it (its counts dense, by bucket). */
+interface KnownCell {
+  requests: number;
+  bytes: number;
+  max: number;
+  counts: Int32Array;
 }
 
 function sameShare(a: StatsShare, b: StatsShare): boolean {
@@ -116,6 +149,7 @@ function cellTable(db: Database.Database, table: string, key: string[], withMax:
   const where = key.map((k) => `${k} = ?`).join(" AND ");
   const columns = [...key, "requests", "bytes", ...(withMax ? ["max_latency"] : []), "latency"];
   return {
+    table,
     withMax,
     get: db.prepare(`SELECT requests, bytes, ${withMax ? "max_latency, " : ""}latency FROM ${table} WHERE ${where}`),
     put: db.prepare(`INSERT OR REPLACE INTO ${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`),
@@ -125,23 +159,18 @@ function cellTable(db: Database.Database, table: string, key: string[], withMax:
 type CellTable = ReturnType<typeof cellTable>;
 
 /** Adds one request's share (or takes it out) of a cell. */
-function addToCell(d: CellDelta, facts: StatsFacts, sign: number): void {
+function addToCell(d: CellDelta, facts: StatsFacts, bucket: number, sign: number): void {
   d.requests += sign;
   d.bytes += sign * facts.bytes;
-  const { latency } = d;
-  if (sign > 0 && facts.latencyUs > latency.max) latency.max = facts.latencyUs;
-  const bucket = latencyBucket(facts.latencyUs);
-  const count = (latency.counts.get(bucket) ?? 0) + sign;
-  if (count === 0) latency.counts.delete(bucket);
-  else latency.counts.set(bucket, count);
+  if (sign > 0 && facts.latencyUs > d.max) d.max = facts.latencyUs;
+  d.buckets.push(sign > 0 ? bucket : ~bucket);
 }
-
-const noDelta = (): CellDelta => ({ requests: 0, bytes: 0, latency: emptyHistogram() });
 
 function mergeDelta(into: CellDelta, from: CellDelta): void {
   into.requests += from.requests;
   into.bytes += from.bytes;
-  mergeHistogram(into.latency, from.latency);
+  if (from.max > into.max) into.max = from.max;
+  for (const b of from.buckets) into.buckets.push(b);
 }
 
 /**
@@ -149,7 +178,9 @@ function mergeDelta(into: CellDelta, from: CellDelta): void {
  * requests, as rollups.ts does for usage: every change to a row takes the
  * old share out and puts the new one in; the deltas of one write are summed
  * in memory and applied by `flush` in the write's transaction, so a write of
- * a thousand requests of one hour touches each cell of a table once.
+ * a thousand requests of one hour touches each cell of a table once. A
+ * request costs a few Map updates here; allocation is kept low (numbers and
+ * short keys), as it is most of this path's cost.
  */
 export function createStatsRollups(db: Database.Database) {
   const stmt = {
@@ -170,73 +201,99 @@ export function createStatsRollups(db: Database.Database) {
     agents: cellTable(db, "stats_agent_hours", ["agent_key", "route_key", "version_key", "status_class"], false),
   };
 
-  const names = new Map<string, NameDelta>();
-  /** stats_version_hours and stats_agent_hours deltas (the latter with `agent`). */
-  const versionCells = new Map<string, RouteCellDelta>();
-  /** stats_route_hours deltas (versionKey unused); stats_route_days' are made from them. */
+  // The pending deltas of the write under way.
+  /** Routes and user agents by (app, hour), then name, in the order they came. */
+  const names: Record<0 | 1, Map<number, Map<string, NameDelta>>> = { 0: new Map(), 1: new Map() };
+  let nameCount = 0;
+  const versionCells = new Map<string, VersionCellDelta>();
   const routeCells = new Map<string, RouteCellDelta>();
   const classCells = new Map<string, ClassCellDelta>();
-  const tops = new Map<string, TopDelta>();
+  /** Client IPs' and user agents' by (app, hour). */
+  const tops: Record<TopKind, Map<number, TopDelta>> = { 0: new Map(), 1: new Map() };
 
-  function nameDelta(share: StatsShare, kind: NameKind, name: string, sign: number): string {
-    const key = `${share.appKey}\u0000${kind}\u0000${share.hour}\u0000${name}`;
-    const d = names.get(key);
-    if (d) d.requests += sign;
-    else names.set(key, { appKey: share.appKey, kind, hour: share.hour, name, requests: sign });
-    return key;
-  }
-
-  function cellDelta<T extends CellDelta>(cells: Map<string, T>, key: string, init: () => Omit<T, keyof CellDelta>, facts: StatsFacts, sign: number) {
-    let d = cells.get(key);
-    if (!d) cells.set(key, (d = { ...init(), ...noDelta() } as T));
-    addToCell(d, facts, sign);
-  }
-
-  function topDelta(share: StatsShare, kind: TopKind, hours: number, name: string, sign: number): void {
-    const hour = hours === 1 ? share.hour : dayOf(share.hour);
-    const key = `${share.appKey}\u0000${kind}\u0000${hours}\u0000${hour}`;
-    let d = tops.get(key);
-    if (!d) tops.set(key, (d = { appKey: share.appKey, kind, hours, hour, requests: 0, names: new Map() }));
+  function nameDelta(share: StatsShare, kind: 0 | 1, name: string, sign: number): NameDelta {
+    const period = periodOf(share.appKey, share.hour);
+    let byName = names[kind].get(period);
+    if (!byName) names[kind].set(period, (byName = new Map()));
+    let d = byName.get(name);
+    if (!d) byName.set(name, (d = { id: nameCount++, appKey: share.appKey, kind, hour: share.hour, name, requests: 0 }));
     d.requests += sign;
-    const n = d.names.get(name) ?? { requests: 0, errors: 0 };
+    return d;
+  }
+
+  /** The pending delta of a cell (made when missing, with `init`'s fields). */
+  function cell<T extends CellDelta>(cells: Map<string, T>, key: string, init: Omit<T, keyof CellDelta>): T {
+    let d = cells.get(key);
+    if (!d) cells.set(key, (d = Object.assign(init, { requests: 0, bytes: 0, max: 0, buckets: [] }) as unknown as T));
+    return d;
+  }
+
+  function topDelta(share: StatsShare, kind: TopKind, name: string, sign: number): void {
+    const period = periodOf(share.appKey, share.hour);
+    let d = tops[kind].get(period);
+    if (!d) tops[kind].set(period, (d = { appKey: share.appKey, kind, hour: share.hour, requests: 0, names: new Map() }));
+    d.requests += sign;
+    let n = d.names.get(name);
+    if (!n) d.names.set(name, (n = { requests: 0, errors: 0 }));
     n.requests += sign;
     if (share.facts.error) n.errors += sign;
-    d.names.set(name, n);
   }
 
   function accumulate(share: StatsShare, sign: 1 | -1): void {
-    const { facts } = share;
+    const { facts, appKey, hour, versionKey } = share;
+    const { statusClass } = facts;
     const route = nameDelta(share, statsNameKind.route, facts.route, sign);
     const agent = nameDelta(share, statsNameKind.agent, facts.userAgent, sign);
-    const { appKey, hour, versionKey } = share;
-    const { statusClass } = facts;
-    const versionKeyText = `${route}\u0000${versionKey}\u0000${statusClass}`;
-    cellDelta(versionCells, versionKeyText, () => ({ route, versionKey, statusClass }), facts, sign);
-    cellDelta(versionCells, `${versionKeyText}\u0000${agent}`, () => ({ route, versionKey, statusClass, agent }), facts, sign);
-    cellDelta(routeCells, `${route}\u0000${statusClass}`, () => ({ route, versionKey: 0, statusClass }), facts, sign);
-    cellDelta(classCells, `${appKey}\u0000${hour}\u0000${statusClass}`, () => ({ appKey, hour, statusClass }), facts, sign);
-    for (const hours of [1, hoursPerDay]) {
-      topDelta(share, topNameKind.ip, hours, facts.ip, sign);
-      topDelta(share, topNameKind.agent, hours, facts.userAgent, sign);
-    }
+    const bucket = latencyBucket(facts.latencyUs);
+    const versionKeyText = `${route.id}/${versionKey}/${statusClass}`;
+    addToCell(cell(versionCells, versionKeyText, { route, versionKey, statusClass }), facts, bucket, sign);
+    addToCell(cell(versionCells, `${versionKeyText}/${agent.id}`, { route, versionKey, statusClass, agent }), facts, bucket, sign);
+    addToCell(cell(routeCells, `${route.id}/${statusClass}`, { route, statusClass }), facts, bucket, sign);
+    addToCell(cell(classCells, `${appKey}/${hour}/${statusClass}`, { appKey, hour, statusClass }), facts, bucket, sign);
+    topDelta(share, topNameKind.ip, facts.ip, sign);
+    topDelta(share, topNameKind.agent, facts.userAgent, sign);
+  }
+
+  /** The cells known, by table and key; null: known to have no row. */
+  const knownCells = new Map<string, KnownCell | null>();
+
+  function loadCell(table: CellTable, key: readonly (number | Buffer)[]): KnownCell | null {
+    const row = table.get.get(...key) as StoredCell | undefined;
+    if (!row) return null;
+    const counts = new Int32Array(latencyBucketCount);
+    forEachEncodedBucket(row.latency, (bucket, count) => {
+      counts[bucket] = count;
+    });
+    return { requests: row.requests, bytes: row.bytes, max: row.max_latency ?? 0, counts };
   }
 
   /** Applies a cell's delta to its stored row: the row goes when its requests reach 0. */
-  function applyCell(table: CellTable, key: number[], d: CellDelta): void {
-    const changed = d.requests !== 0 || d.bytes !== 0 || d.latency.max > 0 || d.latency.counts.size > 0;
-    if (!changed) return;
-    const row = table.get.get(...key) as StoredCell | undefined;
-    const requests = (row?.requests ?? 0) + d.requests;
+  function applyCell(table: CellTable, key: (number | Buffer)[], d: CellDelta): void {
+    if (d.requests === 0 && d.bytes === 0 && d.max === 0 && d.buckets.length === 0) return;
+    const cacheKey = `${table.table}/${key.join("/")}`;
+    let known = knownCells.get(cacheKey);
+    if (known === undefined) known = loadCell(table, key);
+    // Moved to the end: the cells used last are kept longest. (The key's values follow it into the statement.)
+    knownCells.delete(cacheKey);
+    const requests = (known?.requests ?? 0) + d.requests;
     if (requests <= 0) {
-      if (row) table.delete.run(...key);
+      if (known) table.delete.run(...key);
+      knownCells.set(cacheKey, null);
       return;
     }
-    const histogram = emptyHistogram();
-    if (row) addEncodedHistogram(histogram, row.latency);
-    mergeHistogram(histogram, d.latency);
-    const max = Math.max(row?.max_latency ?? 0, d.latency.max);
-    const values = [...key, requests, (row?.bytes ?? 0) + d.bytes, ...(table.withMax ? [max] : []), encodeHistogram(histogram.counts)];
-    table.put.run(...values);
+    known ??= { requests: 0, bytes: 0, max: 0, counts: new Int32Array(latencyBucketCount) };
+    known.requests = requests;
+    known.bytes += d.bytes;
+    if (d.max > known.max) known.max = d.max;
+    for (const b of d.buckets) {
+      if (b < 0) known.counts[~b]!--;
+      else known.counts[b]!++;
+    }
+    key.push(requests, known.bytes);
+    if (table.withMax) key.push(known.max);
+    key.push(encodeHistogram(known.counts));
+    table.put.run(...key);
+    knownCells.set(cacheKey, known);
   }
 
   /**
@@ -251,9 +308,9 @@ export function createStatsRollups(db: Database.Database) {
   const summaries = new Map<string, { requests: number; summary: TopNames }>();
 
   /** Lets go of the oldest entries beyond the bound: live traffic writes to the last hour or two. */
-  function trim(cache: Map<string, unknown>): void {
+  function trim(cache: Map<string, unknown>, bound: number): void {
     for (const key of cache.keys()) {
-      if (cache.size <= maxCachedPeriods) break;
+      if (cache.size <= bound) break;
       cache.delete(key);
     }
   }
@@ -299,11 +356,6 @@ export function createStatsRollups(db: Database.Database) {
     return row;
   }
 
-  const nameRow = (key: string) => {
-    const d = names.get(key)!;
-    return rowOf(d.appKey, d.kind, d.hour, d.name, d.requests);
-  };
-
   /** A day's row for an hour's route row: the route's own, or the day's overflow row with the hour's. */
   function dayRouteRow(route: NameDelta, hourRow: NameRow, requests: number): NameRow | undefined {
     const day = dayOf(route.hour);
@@ -312,23 +364,37 @@ export function createStatsRollups(db: Database.Database) {
     return requests > 0 ? overflowRow(known, route.appKey, statsNameKind.routeDay, day) : known.overflow;
   }
 
-  function applyTop(d: TopDelta): void {
-    const key = `${d.appKey}/${d.kind}/${d.hours}/${d.hour}`;
+  /** Applies a write's name deltas to the summary of one (app, kind, hour or day). */
+  function applyTop(appKey: number, kind: TopKind, hours: number, hour: number, requests: number, deltas: Map<string, { requests: number; errors: number }>): void {
+    const key = `${appKey}/${kind}/${hours}/${hour}`;
     let known = summaries.get(key);
     if (!known) {
-      const row = stmt.getTop.get(d.appKey, d.kind, d.hours, d.hour) as { requests: number; summary: Buffer } | undefined;
+      const row = stmt.getTop.get(appKey, kind, hours, hour) as { requests: number; summary: Buffer } | undefined;
       known = row ? { requests: row.requests, summary: decodeTopNames(row.summary) } : { requests: 0, summary: emptyTopNames() };
       summaries.set(key, known);
     }
-    if (d.requests === 0 && [...d.names.values()].every((n) => n.requests === 0 && n.errors === 0)) return;
-    known.requests += d.requests;
+    let changed = requests !== 0;
+    for (const n of deltas.values()) changed ||= n.requests !== 0 || n.errors !== 0;
+    if (!changed) return;
+    known.requests += requests;
     if (known.requests <= 0) {
-      stmt.dropTop.run(d.appKey, d.kind, d.hours, d.hour);
+      stmt.dropTop.run(appKey, kind, hours, hour);
       summaries.delete(key);
       return;
     }
-    for (const [name, n] of d.names) if (n.requests !== 0 || n.errors !== 0) addToTopNames(known.summary, name, n.requests, n.errors);
-    stmt.putTop.run(d.appKey, d.kind, d.hours, d.hour, known.requests, encodeTopNames(known.summary));
+    for (const [name, n] of deltas) if (n.requests !== 0 || n.errors !== 0) addToTopNames(known.summary, name, n.requests, n.errors);
+    stmt.putTop.run(appKey, kind, hours, hour, known.requests, encodeTopNames(known.summary));
+  }
+
+  function clearPending(): void {
+    names[0].clear();
+    names[1].clear();
+    nameCount = 0;
+    versionCells.clear();
+    routeCells.clear();
+    classCells.clear();
+    tops[0].clear();
+    tops[1].clear();
   }
 
   return {
@@ -342,47 +408,67 @@ export function createStatsRollups(db: Database.Database) {
 
     /** Applies the pending deltas (inside the write's transaction). */
     flush(): void {
-      if (names.size === 0) return;
+      if (nameCount === 0) return;
       // Rows for the names that come first, in the order they came (who gets a row when an hour fills up).
-      for (const key of names.keys()) nameRow(key);
-      for (const d of versionCells.values()) {
-        const route = nameRow(d.route);
-        if (!route) continue;
-        const { appKey, hour } = names.get(d.route)!;
-        if (d.agent === undefined) {
-          applyCell(tables.versions, [appKey, d.versionKey, hour, route.id, d.statusClass], d);
-        } else {
-          // The overflow user agents are never matched by a pattern: no split for them.
-          const agent = nameRow(d.agent);
-          if (agent?.own) applyCell(tables.agents, [agent.id, route.id, d.versionKey, d.statusClass], d);
+      for (const kind of [statsNameKind.route, statsNameKind.agent] as const) {
+        for (const byName of names[kind].values()) {
+          for (const d of byName.values()) d.row = rowOf(d.appKey, d.kind, d.hour, d.name, d.requests);
         }
       }
-      const dayCells = new Map<string, { key: number[]; delta: CellDelta }>();
-      /** (app, hour)s and (app, day)s that lost requests: their names go if they count none any more. */
-      const shrunk = new Map<string, { appKey: number; hour: number }>();
+      for (const d of versionCells.values()) {
+        const { route } = d;
+        if (!route.row) continue;
+        if (d.agent === undefined) {
+          applyCell(tables.versions, [route.appKey, d.versionKey, route.hour, route.row.id, d.statusClass], d);
+        } else if (d.agent.row?.own) {
+          // The overflow user agents are never matched by a pattern: no split for them.
+          applyCell(tables.agents, [d.agent.row.id, route.row.id, d.versionKey, d.statusClass], d);
+        }
+      }
+      const dayCells = new Map<string, { key: (number | Buffer)[]; delta: CellDelta }>();
       for (const d of routeCells.values()) {
-        const routeName = names.get(d.route)!;
-        const route = nameRow(d.route);
-        if (!route) continue;
-        applyCell(tables.routes, [routeName.appKey, routeName.hour, route.id, d.statusClass], d);
-        const day = dayRouteRow(routeName, route, d.requests);
+        const { route } = d;
+        if (!route.row) continue;
+        applyCell(tables.routes, [route.appKey, route.hour, route.row.id, d.statusClass], d);
+        const day = dayRouteRow(route, route.row, d.requests);
         if (!day) continue;
-        const key = [routeName.appKey, dayOf(routeName.hour), day.id, d.statusClass];
-        const keyText = key.join("/");
-        const sum = dayCells.get(keyText) ?? { key, delta: noDelta() };
+        const keyText = `${route.appKey}/${dayOf(route.hour)}/${day.id}/${d.statusClass}`;
+        let sum = dayCells.get(keyText);
+        if (!sum) {
+          sum = { key: [route.appKey, dayOf(route.hour), day.id, d.statusClass], delta: { requests: 0, bytes: 0, max: 0, buckets: [] } };
+          dayCells.set(keyText, sum);
+        }
         mergeDelta(sum.delta, d);
-        dayCells.set(keyText, sum);
       }
       for (const { key, delta } of dayCells.values()) applyCell(tables.days, key, delta);
+      /** (app, hour)s that lost requests: their names go if they count none any more (and their days' too). */
+      const shrunk: { appKey: number; hour: number }[] = [];
       for (const d of classCells.values()) {
         applyCell(tables.classes, [d.appKey, d.hour, d.statusClass], d);
-        if (d.requests < 0) shrunk.set(`${d.appKey}/${d.hour}`, d);
+        if (d.requests < 0) shrunk.push(d);
       }
-      for (const d of tops.values()) applyTop(d);
+      for (const kind of [topNameKind.ip, topNameKind.agent] as const) {
+        const days = new Map<number, TopDelta>();
+        for (const d of tops[kind].values()) {
+          applyTop(d.appKey, kind, 1, d.hour, d.requests, d.names);
+          const period = periodOf(d.appKey, dayOf(d.hour));
+          const day = days.get(period);
+          if (!day) {
+            days.set(period, { ...d, hour: dayOf(d.hour), names: new Map(d.names) });
+            continue;
+          }
+          day.requests += d.requests;
+          for (const [name, n] of d.names) {
+            const sum = day.names.get(name);
+            day.names.set(name, sum ? { requests: sum.requests + n.requests, errors: sum.errors + n.errors } : n);
+          }
+        }
+        for (const d of days.values()) applyTop(d.appKey, kind, hoursPerDay, d.hour, d.requests, d.names);
+      }
 
       // An hour or day that counts no request any more gives its names' rows back.
       const days = new Map<string, { appKey: number; day: number }>();
-      for (const { appKey, hour } of shrunk.values()) {
+      for (const { appKey, hour } of shrunk) {
         days.set(`${appKey}/${dayOf(hour)}`, { appKey, day: dayOf(hour) });
         if (stmt.hourCounts.get(appKey, hour) !== undefined) continue;
         for (const kind of [statsNameKind.route, statsNameKind.agent]) {
@@ -395,28 +481,22 @@ export function createStatsRollups(db: Database.Database) {
         stmt.dropNames.run(appKey, statsNameKind.routeDay, day);
         periods.delete(`${appKey}/${statsNameKind.routeDay}/${day}`);
       }
-      names.clear();
-      versionCells.clear();
-      routeCells.clear();
-      classCells.clear();
-      tops.clear();
-      trim(periods);
-      trim(summaries);
+      clearPending();
+      trim(periods, maxCachedPeriods);
+      trim(summaries, maxCachedPeriods);
+      trim(knownCells, maxCachedCells);
     },
 
     /**
-     * Drops the pending deltas of a write that failed, and the rows and
-     * summaries known: those the write (or its group, when the group did not
-     * commit) changed are rolled back with it.
+     * Drops the pending deltas of a write that failed, and the rows, cells
+     * and summaries known: those the write (or its group, when the group did
+     * not commit) changed are rolled back with it.
      */
     discard(): void {
-      names.clear();
-      versionCells.clear();
-      routeCells.clear();
-      classCells.clear();
-      tops.clear();
+      clearPending();
       periods.clear();
       summaries.clear();
+      knownCells.clear();
     },
   };
 }

@@ -1,5 +1,5 @@
 import { emptyTopNames, type TopNames } from "../../domain/top-names.js";
-import { createVarintReader, createVarintWriter } from "./varint.js";
+import { VarintReader, createVarintWriter } from "./varint.js";
 
 /**
  * A top-names summary as a column value: its floor, then per name its
@@ -19,7 +19,7 @@ export function encodeTopNames(summary: TopNames): Buffer {
 }
 
 export function decodeTopNames(blob: Uint8Array): TopNames {
-  const input = createVarintReader(blob);
+  const input = new VarintReader(blob);
   const summary = emptyTopNames();
   summary.floor = input.uint();
   while (input.more) {
