@@ -8,10 +8,11 @@
  *    one transaction a call); the only difference is `moveStats`.
  * 2. Stats for 30 days hourly, all routes, on stores of different sizes
  *    holding the same 30 days, in the store (`store.stats`, on a read worker)
- *    and over gRPC (the typed client, the reply encoded and decoded), in
- *    three shapes: the time series (routes merged) with the top lists, which
- *    is what an ops view asks; every route's hourly records; and the time
- *    series with bots left out (the hourly cells less the bots').
+ *    and over gRPC (the typed client, the reply encoded and decoded), in four
+ *    shapes: the time series with the top lists, which is what an ops view
+ *    asks; a record per hour and status class; a record per hour, route and
+ *    status class; and the time series with bots left out (the hourly cells
+ *    less the bots').
  *
  *   npm run bench:stats -- [written] [store sizes …] [--keep DIR]
  *
@@ -117,9 +118,16 @@ async function benchStats() {
   const start = benchStart / 1_000_000n;
   const range = { appId: "forge", startTime: start, endTime: start + BigInt(days * 86400), resolutionHours: 1 };
   const shapes = [
-    { name: "time series, routes merged, top 10 lists (the goal)", request: create(StatsRequestSchema, { ...range, split: StatsSplit.CLASS, topN: 10 }) },
-    { name: "every route's hourly records, top 10 lists", request: create(StatsRequestSchema, { ...range, topN: 10 }) },
-    { name: "time series and top lists, bots left out", request: create(StatsRequestSchema, { ...range, split: StatsSplit.CLASS, topN: 10, excludeUserAgentRegex: "(?i)bot|crawl|spider" }) },
+    {
+      name: "the time series (a point an hour: figures and each status class's requests) and the top-10 lists (the goal)",
+      request: create(StatsRequestSchema, { ...range, split: StatsSplit.NONE, topN: 10 }),
+    },
+    { name: "a record per hour and status class, and the top-10 lists", request: create(StatsRequestSchema, { ...range, split: StatsSplit.CLASS, topN: 10 }) },
+    { name: "a record per hour, route and status class, and the top-10 lists", request: create(StatsRequestSchema, { ...range, topN: 10 }) },
+    {
+      name: "the time series and the top-10 lists, bots left out",
+      request: create(StatsRequestSchema, { ...range, split: StatsSplit.NONE, topN: 10, excludeUserAgentRegex: "(?i)bot|crawl|spider" }),
+    },
   ];
   const signal = new AbortController().signal;
   for (const shape of shapes) {

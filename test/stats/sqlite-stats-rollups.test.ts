@@ -25,7 +25,7 @@ const distinct = (i: number, more: Parameters<typeof minimalLog>[0] = {}) =>
   });
 
 /** The tables of migration 005, each with its row count. */
-const statsTables = ["stats_names", "stats_version_hours", "stats_route_hours", "stats_class_hours", "stats_route_days", "stats_agent_hours", "stats_top_names"];
+const statsTables = ["stats_names", "stats_version_hours", "stats_route_hours", "stats_hours", "stats_class_hours", "stats_route_days", "stats_agent_hours", "stats_top_names"];
 const statsRowCounts = (db: ReturnType<typeof openSqliteBackend>["db"]) =>
   Object.fromEntries(statsTables.map((t) => [t, (db.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n]));
 

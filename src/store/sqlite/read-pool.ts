@@ -9,6 +9,7 @@ import type { StatsPlan } from "../../query/stats-plan.js";
 import { ReqlogError } from "../../reqlog-error.js";
 import type { ReadResult, StatsResult } from "../store.js";
 import type { ReadTask, ReadTaskResult } from "./read-worker.js";
+import { unpackStats } from "./stats-result-codec.js";
 
 /** The compiled worker: tests run the TypeScript sources, but threads need JS (npm test builds first). */
 const workerScript = join(packageRoot(), "dist", "src", "store", "sqlite", "read-worker-entry.cjs");
@@ -104,7 +105,7 @@ export function createReadPool(path: string, size: number): ReadPool {
     async stats(plan, signal) {
       const reply = await run({ stats: plan }, signal);
       if (!("stats" in reply)) throw new Error("a read worker answered a Stats task with something else");
-      return reply.stats;
+      return unpackStats(reply.stats);
     },
     get threads() {
       return current?.threads ?? [];

@@ -13,9 +13,9 @@ import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import type { StatsPlan } from "../../query/stats-plan.js";
 import { ReqlogError } from "../../reqlog-error.js";
-import type { StatsResult } from "../store.js";
 import { createSqliteReader } from "./sqlite-reader.js";
 import { createStatsReader } from "./sqlite-stats.js";
+import { type PackedStats, packStats } from "./stats-result-codec.js";
 
 export type ReadTask =
   | {
@@ -33,8 +33,7 @@ export type ReadTaskResult =
       scanned?: number;
       cancelled?: boolean;
     }
-  /** A Stats answer as it is (its histograms are Maps, which cross threads as they are). */
-  | { stats: StatsResult }
+  | { stats: PackedStats }
   | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
   | { error: { message: string; code?: string } };
 
@@ -47,7 +46,7 @@ const stats = createStatsReader(db);
 
 export default function read(task: ReadTask): ReadTaskResult {
   try {
-    if ("stats" in task) return { stats: stats(task.stats) };
+    if ("stats" in task) return { stats: packStats(stats(task.stats)) };
     const result = reader.read(task.plan, task.cancel);
     return {
       records: result.records.map((r) => ({ bytes: toBinary(RequestLogSchema, r.log), cursor: r.cursor })),

@@ -1,10 +1,11 @@
 import type Database from "better-sqlite3";
-import { bucketsOf, emptyBucket, noFigures } from "../../domain/stats-figures.js";
+import { emptyHistogram, latencyBucketCount } from "../../domain/latency-histogram.js";
+import { bucketsOf, statusClassCount } from "../../domain/stats-figures.js";
 import { type TopNames, topNamesOf } from "../../domain/top-names.js";
 import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
-import type { StatsBucket, StatsFigures, StatsRecord, StatsResult, StatsRoute } from "../store.js";
-import { addEncodedHistogram } from "./histogram-blob.js";
+import type { StatsFigures, StatsRecord, StatsResult } from "../store.js";
+import { addEncodedCounts } from "./histogram-blob.js";
 import { createAppLookup } from "./keys.js";
 import { dayOf, hoursPerDay, statsNameKind, topNameKind } from "./stats-rollups.js";
 import { decodeTopNames } from "./top-names-blob.js";
@@ -79,20 +80,44 @@ function segmentsOf(start: number, end: number, width: number, days: boolean): S
 }
 
 /**
- * Adds a cell, less what the excluded user agents make of it, to some
- * figures. The cell's max may be a left-out request's: it is an upper bound
- * all the same, which histogramMax brings within the highest bucket still
- * in use.
+ * Figures being summed, the latencies dense by bucket (adding a cell to an
+ * array costs less than to a Map); `figuresOf` makes them StatsFigures.
  */
-function addCell(into: StatsFigures, cell: Cell, requests: number, bots: Excluded | undefined): void {
+interface Sum {
+  requests: number;
+  errors: number;
+  bytes: number;
+  max: number;
+  counts: Float64Array;
+}
+
+const newSum = (): Sum => ({ requests: 0, errors: 0, bytes: 0, max: 0, counts: new Float64Array(latencyBucketCount) });
+
+function figuresOf(sum: Sum): StatsFigures {
+  const latency = emptyHistogram();
+  latency.max = sum.max;
+  const { counts } = sum;
+  for (let bucket = 0; bucket < counts.length; bucket++) if (counts[bucket] !== 0) latency.counts.set(bucket, counts[bucket]!);
+  return { requests: sum.requests, errors: sum.errors, bytes: sum.bytes, latency };
+}
+
+/**
+ * Adds a cell, less what the excluded user agents make of it, to a sum. The
+ * cell's max may be a left-out request's: it is an upper bound all the same,
+ * which histogramMax brings within the highest bucket still in use.
+ */
+function addCell(into: Sum, cell: Cell, requests: number, bots: Excluded | undefined): void {
   const [, , , statusClass, , bytes, maxLatency, latency] = cell;
   into.requests += requests;
   if (statusClass === 5) into.errors += requests;
   into.bytes += bytes - (bots?.bytes ?? 0);
-  addEncodedHistogram(into.latency, latency);
-  for (const blob of bots?.blobs ?? []) addEncodedHistogram(into.latency, blob, -1);
-  if (maxLatency > into.latency.max) into.latency.max = maxLatency;
+  addEncodedCounts(into.counts, latency);
+  for (const blob of bots?.blobs ?? []) addEncodedCounts(into.counts, blob, -1);
+  if (maxLatency > into.max) into.max = maxLatency;
 }
+
+/** Most top-names summaries a reader keeps decoded (a few KB each): a month's days and its ends' hours, for a few apps. */
+const maxCachedSummaries = 1024;
 
 /**
  * Stats from the rollups alone (migration 005), from the coarsest table
@@ -107,7 +132,9 @@ export function createStatsReader(db: Database.Database) {
   const appKey = createAppLookup(db);
   const cellColumns = "status_class, requests, bytes, max_latency, latency";
   const stmt = {
-    range: db.prepare("SELECT min(hour) AS first, max(hour) AS last FROM stats_class_hours WHERE app_key = ?"),
+    range: db.prepare("SELECT min(hour) AS first, max(hour) AS last FROM stats_hours WHERE app_key = ?"),
+    hours: db.prepare(`SELECT hour, 0, 0, -1, requests, bytes, max_latency, latency FROM stats_hours WHERE app_key = ? AND hour >= ? AND hour < ?`).raw(),
+    classRequests: db.prepare("SELECT hour, status_class, requests FROM stats_class_hours WHERE app_key = ? AND hour >= ? AND hour < ?").raw(),
     versions: db.prepare("SELECT id, module_id, version_id FROM versions WHERE app_key = ?"),
     cells: {
       versions: db
@@ -122,8 +149,35 @@ export function createStatsReader(db: Database.Database) {
     agentCells: db
       .prepare("SELECT route_key, version_key, status_class, requests, bytes, latency FROM stats_agent_hours WHERE agent_key = ?")
       .raw(),
-    tops: db.prepare("SELECT summary FROM stats_top_names WHERE app_key = ? AND kind = ? AND hours = ? AND hour >= ? AND hour < ?").pluck(),
+    topVersions: db.prepare("SELECT hour, version FROM stats_top_names WHERE app_key = ? AND kind = ? AND hours = ? AND hour >= ? AND hour < ?").raw(),
+    topSummary: db.prepare("SELECT summary FROM stats_top_names WHERE app_key = ? AND kind = ? AND hours = ? AND hour = ?").pluck(),
   };
+
+  /**
+   * Top-names summaries decoded before, with the version they were read at:
+   * the summaries of past hours and days seldom change, and decoding a
+   * month's (thousands of names) is most of a top list's cost.
+   */
+  const decoded = new Map<string, { version: number; summary: TopNames }>();
+
+  /** The summaries of one app, kind and period length in [from, to), each decoded once per version. */
+  function summariesOf(app: number, kind: number, hours: number, from: number, to: number): TopNames[] {
+    const found: TopNames[] = [];
+    for (const [hour, version] of stmt.topVersions.all(app, kind, hours, hours === 1 ? from : dayOf(from), to) as [number, number][]) {
+      const key = `${app}/${kind}/${hours}/${hour}`;
+      let known = decoded.get(key);
+      if (known?.version !== version) known = { version, summary: decodeTopNames(stmt.topSummary.get(app, kind, hours, hour) as Buffer) };
+      // Moved to the end: the summaries used last are kept longest.
+      decoded.delete(key);
+      decoded.set(key, known);
+      found.push(known.summary);
+    }
+    for (const key of decoded.keys()) {
+      if (decoded.size <= maxCachedSummaries) break;
+      decoded.delete(key);
+    }
+    return found;
+  }
 
   /** The keys of the app's versions the plan counts, with their names. */
   function versionsOf(app: number, plan: StatsPlan) {
@@ -227,8 +281,9 @@ export function createStatsReader(db: Database.Database) {
     const bounded = (size: number) => {
       if (size === plan.maxRecords) throw statsTooLarge(plan.maxRecords, `more than ${plan.maxRecords}`);
     };
-    const records = new Map<string, StatsRecord>();
-    const buckets = new Map<number, StatsBucket>();
+    type RecordOf = Omit<StatsRecord, keyof StatsFigures>;
+    const records = new Map<string, { record: RecordOf; sum: Sum }>();
+    const buckets = new Map<number, { startHour: number; endHour: number; classRequests: number[]; sum: Sum }>();
     const recordLevel = hourly(plan.byRoute);
     if (plan.records) {
       eachCell(segmentsOf(start, end, width, recordLevel === "routes" && !bots), recordLevel, plan.byRoute, (cell, requests, b) => {
@@ -236,60 +291,73 @@ export function createStatsReader(db: Database.Database) {
         const index = Math.floor((hour - start) / width);
         const route = plan.byRoute ? (routeNames.get(routeKey) ?? undefined) : undefined;
         const key = `${index}\u0000${route ?? "\u0000"}\u0000${statusClass}\u0000${plan.perVersion ? versionKey : ""}`;
-        let record = records.get(key);
-        if (!record) {
+        let entry = records.get(key);
+        if (!entry) {
           bounded(records.size);
           const startHour = start + index * width;
-          record = {
-            startHour,
-            endHour: Math.min(startHour + width, end),
-            ...(route !== undefined ? { route } : {}),
-            statusClass,
-            ...(plan.perVersion ? versions.get(versionKey) : {}),
-            ...noFigures(),
-          };
-          records.set(key, record);
+          const version = plan.perVersion ? versions.get(versionKey) : undefined;
+          const record = { startHour, endHour: Math.min(startHour + width, end), statusClass } as RecordOf;
+          if (route !== undefined) record.route = route;
+          if (version) Object.assign(record, version);
+          records.set(key, (entry = { record, sum: newSum() }));
         }
-        addCell(record, cell, requests, b);
+        addCell(entry.sum, cell, requests, b);
       });
     } else {
-      // The time series alone: each cell straight into its bucket (no record, so one histogram a bucket).
-      eachCell(segmentsOf(start, end, width, false), hourly(false), false, (cell, requests, b) => {
-        const index = Math.floor((cell[0] - start) / width);
+      // The time series alone: each cell straight into its bucket (no record, so one sum a bucket).
+      const bucketOf = (hour: number) => {
+        const index = Math.floor((hour - start) / width);
         let bucket = buckets.get(index);
         if (!bucket) {
           bounded(buckets.size);
           const startHour = start + index * width;
-          buckets.set(index, (bucket = emptyBucket(startHour, Math.min(startHour + width, end))));
+          const endHour = Math.min(startHour + width, end);
+          buckets.set(index, (bucket = { startHour, endHour, classRequests: new Array<number>(statusClassCount).fill(0), sum: newSum() }));
         }
-        addCell(bucket, cell, requests, b);
-        bucket.classRequests[cell[3]]! += requests;
-      });
+        return bucket;
+      };
+      if (versionsMerged && !classes && !bots) {
+        // Every request counts: a row an hour, and each class's requests (numbers alone, no histogram to decode).
+        for (const cell of stmt.hours.all(app, start, end) as Cell[]) addCell(bucketOf(cell[0]).sum, cell, cell[4], undefined);
+        for (const [hour, statusClass, requests] of stmt.classRequests.all(app, start, end) as [number, number, number][]) {
+          const bucket = bucketOf(hour);
+          bucket.classRequests[statusClass]! += requests;
+          if (statusClass === 5) bucket.sum.errors += requests;
+        }
+      } else {
+        eachCell(segmentsOf(start, end, width, false), hourly(false), false, (cell, requests, b) => {
+          const bucket = bucketOf(cell[0]);
+          addCell(bucket.sum, cell, requests, b);
+          bucket.classRequests[cell[3]]! += requests;
+        });
+      }
     }
-    const ordered = [...records.values()].sort(recordOrder);
+    const ordered = [...records.values()].map(({ record, sum }): StatsRecord => ({ ...record, ...figuresOf(sum) })).sort(recordOrder);
 
-    const routes = new Map<string | null, StatsRoute>();
+    const routes = new Map<string | null, Sum>();
     if (plan.topN > 0) {
       const level = hourly(true);
       eachCell(segmentsOf(start, end, end - start, level === "routes" && !bots), level, true, (cell, requests, b) => {
         const name = routeNames.get(cell[1]) ?? null;
-        let route = routes.get(name);
-        if (!route) routes.set(name, (route = { ...(name !== null ? { route: name } : {}), ...noFigures() }));
-        addCell(route, cell, requests, b);
+        let sum = routes.get(name);
+        if (!sum) routes.set(name, (sum = newSum()));
+        addCell(sum, cell, requests, b);
       });
     }
 
     /** The summaries of the range: whole days from the days', the hours at its ends from the hours'. */
     const summaries = (kind: number): TopNames[] =>
-      segmentsOf(start, end, end - start, true).flatMap((s) =>
-        (stmt.tops.all(app, kind, s.days ? hoursPerDay : 1, s.days ? dayOf(s.from) : s.from, s.to) as Buffer[]).map(decodeTopNames),
-      );
+      segmentsOf(start, end, end - start, true).flatMap((s) => summariesOf(app, kind, s.days ? hoursPerDay : 1, s.from, s.to));
     return {
       records: ordered,
-      buckets: plan.records ? bucketsOf(ordered) : [...buckets.values()].sort((a, b) => a.startHour - b.startHour),
+      buckets: plan.records
+        ? bucketsOf(ordered)
+        : [...buckets.values()]
+            .sort((a, b) => a.startHour - b.startHour)
+            .map(({ startHour, endHour, classRequests, sum }) => ({ startHour, endHour, classRequests, ...figuresOf(sum) })),
       startHour: start,
       endHour: end,
-      routes: [...routes.values()],
+      routes: [...routes].map(([name, sum]) => ({ ...(name !== null ? { route: name } : {}), ...figuresOf(sum) })),
       clientIps: plan.topN > 0 ? topNamesOf(summaries(topNameKind.ip), plan.topN) : [],
       userAgents: plan.topN > 0 ? topNamesOf(summaries(topNameKind.agent), plan.topN, isBot) : [],
     };

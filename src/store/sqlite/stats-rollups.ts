@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { latencyBucket, latencyBucketCount } from "../../domain/latency-histogram.js";
 import { addToTopNames, emptyTopNames, type TopNames } from "../../domain/top-names.js";
 import type { StatsFacts } from "../../write/stats-facts.js";
-import { encodeHistogram, forEachEncodedBucket } from "./histogram-blob.js";
+import { addEncodedCounts, encodeHistogram } from "./histogram-blob.js";
 import { decodeTopNames, encodeTopNames } from "./top-names-blob.js";
 
 /** The kinds of name in stats_names. */
@@ -80,10 +80,11 @@ interface RouteCellDelta extends CellDelta {
   statusClass: number;
 }
 
+/** A cell of stats_class_hours, or of stats_hours (`statusClass` unset). */
 interface ClassCellDelta extends CellDelta {
   appKey: number;
   hour: number;
-  statusClass: number;
+  statusClass?: number;
 }
 
 /** What a write adds to the top names of one (app, kind, hour): the days' are made from them. */
@@ -113,11 +114,11 @@ interface PeriodNames {
 const maxCachedPeriods = 64;
 
 /**
- * Most cells the writer keeps decoded (about 600 bytes each). Live traffic
- * moves the cells of its hour and day over and over: each is read from its
- * table once, then only written.
+ * Most cells the writer keeps decoded (about 1 KB each). Live traffic moves
+ * the cells of its hour and day over and over: each is read from its table
+ * once, then only written.
  */
-const maxCachedCells = 8192;
+const maxCachedCells = 4096;
 
 interface StoredCell {
   requests: number;
@@ -131,7 +132,7 @@ interface KnownCell {
   requests: number;
   bytes: number;
   max: number;
-  counts: Int32Array;
+  counts: Float64Array;
 }
 
 function sameShare(a: StatsShare, b: StatsShare): boolean {
@@ -187,15 +188,19 @@ export function createStatsRollups(db: Database.Database) {
     periodNames: db.prepare("SELECT id, name FROM stats_names WHERE app_key = ? AND kind = ? AND hour = ?").raw(),
     insertName: db.prepare("INSERT INTO stats_names (app_key, kind, hour, name) VALUES (?, ?, ?, ?)"),
     dropNames: db.prepare("DELETE FROM stats_names WHERE app_key = ? AND kind = ? AND hour = ?"),
-    hourCounts: db.prepare("SELECT 1 FROM stats_class_hours WHERE app_key = ? AND hour = ? LIMIT 1").pluck(),
+    hourCounts: db.prepare("SELECT 1 FROM stats_hours WHERE app_key = ? AND hour = ?").pluck(),
     dayCounts: db.prepare("SELECT 1 FROM stats_route_days WHERE app_key = ? AND hour = ? LIMIT 1").pluck(),
     getTop: db.prepare("SELECT requests, summary FROM stats_top_names WHERE app_key = ? AND kind = ? AND hours = ? AND hour = ?"),
-    putTop: db.prepare("INSERT OR REPLACE INTO stats_top_names (app_key, kind, hours, hour, requests, summary) VALUES (?, ?, ?, ?, ?, ?)"),
+    putTop: db.prepare(
+      "INSERT OR REPLACE INTO stats_top_names (app_key, kind, hours, hour, requests, version, summary) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ),
+    lastVersion: db.prepare("SELECT coalesce(max(version), 0) FROM stats_top_names").pluck(),
     dropTop: db.prepare("DELETE FROM stats_top_names WHERE app_key = ? AND kind = ? AND hours = ? AND hour = ?"),
   };
   const tables = {
     versions: cellTable(db, "stats_version_hours", ["app_key", "version_key", "hour", "route_key", "status_class"], true),
     routes: cellTable(db, "stats_route_hours", ["app_key", "hour", "route_key", "status_class"], true),
+    hours: cellTable(db, "stats_hours", ["app_key", "hour"], true),
     classes: cellTable(db, "stats_class_hours", ["app_key", "hour", "status_class"], true),
     days: cellTable(db, "stats_route_days", ["app_key", "hour", "route_key", "status_class"], true),
     agents: cellTable(db, "stats_agent_hours", ["agent_key", "route_key", "version_key", "status_class"], false),
@@ -208,6 +213,7 @@ export function createStatsRollups(db: Database.Database) {
   const versionCells = new Map<string, VersionCellDelta>();
   const routeCells = new Map<string, RouteCellDelta>();
   const classCells = new Map<string, ClassCellDelta>();
+  const hourCells = new Map<number, ClassCellDelta>();
   /** Client IPs' and user agents' by (app, hour). */
   const tops: Record<TopKind, Map<number, TopDelta>> = { 0: new Map(), 1: new Map() };
 
@@ -250,6 +256,10 @@ export function createStatsRollups(db: Database.Database) {
     addToCell(cell(versionCells, `${versionKeyText}/${agent.id}`, { route, versionKey, statusClass, agent }), facts, bucket, sign);
     addToCell(cell(routeCells, `${route.id}/${statusClass}`, { route, statusClass }), facts, bucket, sign);
     addToCell(cell(classCells, `${appKey}/${hour}/${statusClass}`, { appKey, hour, statusClass }), facts, bucket, sign);
+    const period = periodOf(appKey, hour);
+    let hourCell = hourCells.get(period);
+    if (!hourCell) hourCells.set(period, (hourCell = { appKey, hour, requests: 0, bytes: 0, max: 0, buckets: [] }));
+    addToCell(hourCell, facts, bucket, sign);
     topDelta(share, topNameKind.ip, facts.ip, sign);
     topDelta(share, topNameKind.agent, facts.userAgent, sign);
   }
@@ -260,10 +270,8 @@ export function createStatsRollups(db: Database.Database) {
   function loadCell(table: CellTable, key: readonly (number | Buffer)[]): KnownCell | null {
     const row = table.get.get(...key) as StoredCell | undefined;
     if (!row) return null;
-    const counts = new Int32Array(latencyBucketCount);
-    forEachEncodedBucket(row.latency, (bucket, count) => {
-      counts[bucket] = count;
-    });
+    const counts = new Float64Array(latencyBucketCount);
+    addEncodedCounts(counts, row.latency);
     return { requests: row.requests, bytes: row.bytes, max: row.max_latency ?? 0, counts };
   }
 
@@ -281,7 +289,7 @@ export function createStatsRollups(db: Database.Database) {
       knownCells.set(cacheKey, null);
       return;
     }
-    known ??= { requests: 0, bytes: 0, max: 0, counts: new Int32Array(latencyBucketCount) };
+    known ??= { requests: 0, bytes: 0, max: 0, counts: new Float64Array(latencyBucketCount) };
     known.requests = requests;
     known.bytes += d.bytes;
     if (d.max > known.max) known.max = d.max;
@@ -306,6 +314,12 @@ export function createStatsRollups(db: Database.Database) {
   const periods = new Map<string, PeriodNames>();
   /** The top-names summaries a write touched, decoded, with their period's requests, kept the same way. */
   const summaries = new Map<string, { requests: number; summary: TopNames }>();
+  /**
+   * The version the last summary written was given: every write of a summary
+   * gives it a new one, never given before (in this database), so that a
+   * reader that keeps summaries decoded knows which ones changed.
+   */
+  let version = stmt.lastVersion.get() as number;
 
   /** Lets go of the oldest entries beyond the bound: live traffic writes to the last hour or two. */
   function trim(cache: Map<string, unknown>, bound: number): void {
@@ -383,7 +397,7 @@ export function createStatsRollups(db: Database.Database) {
       return;
     }
     for (const [name, n] of deltas) if (n.requests !== 0 || n.errors !== 0) addToTopNames(known.summary, name, n.requests, n.errors);
-    stmt.putTop.run(appKey, kind, hours, hour, known.requests, encodeTopNames(known.summary));
+    stmt.putTop.run(appKey, kind, hours, hour, known.requests, ++version, encodeTopNames(known.summary));
   }
 
   function clearPending(): void {
@@ -393,6 +407,7 @@ export function createStatsRollups(db: Database.Database) {
     versionCells.clear();
     routeCells.clear();
     classCells.clear();
+    hourCells.clear();
     tops[0].clear();
     tops[1].clear();
   }
@@ -443,8 +458,9 @@ export function createStatsRollups(db: Database.Database) {
       for (const { key, delta } of dayCells.values()) applyCell(tables.days, key, delta);
       /** (app, hour)s that lost requests: their names go if they count none any more (and their days' too). */
       const shrunk: { appKey: number; hour: number }[] = [];
-      for (const d of classCells.values()) {
-        applyCell(tables.classes, [d.appKey, d.hour, d.statusClass], d);
+      for (const d of classCells.values()) applyCell(tables.classes, [d.appKey, d.hour, d.statusClass!], d);
+      for (const d of hourCells.values()) {
+        applyCell(tables.hours, [d.appKey, d.hour], d);
         if (d.requests < 0) shrunk.push(d);
       }
       for (const kind of [topNameKind.ip, topNameKind.agent] as const) {

@@ -62,7 +62,19 @@ CREATE TABLE stats_route_hours (
   PRIMARY KEY (app_key, hour, route_key, status_class)
 ) WITHOUT ROWID;
 
--- Versions and routes merged: per class (the time series).
+-- Every request of the hour: the time series (each class's requests are
+-- stats_class_hours' requests).
+CREATE TABLE stats_hours (
+  app_key INTEGER NOT NULL,
+  hour INTEGER NOT NULL,
+  requests INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  max_latency INTEGER NOT NULL,
+  latency BLOB NOT NULL,
+  PRIMARY KEY (app_key, hour)
+) WITHOUT ROWID;
+
+-- Versions and routes merged: per class.
 CREATE TABLE stats_class_hours (
   app_key INTEGER NOT NULL,
   hour INTEGER NOT NULL,
@@ -111,6 +123,7 @@ CREATE TABLE stats_top_names (
   hours INTEGER NOT NULL,            -- the period: 1 (an hour) or 24 (a day)
   hour INTEGER NOT NULL,             -- its first hour
   requests INTEGER NOT NULL,         -- the period's requests (the row goes when they reach 0)
+  version INTEGER NOT NULL,          -- new with every write of the summary (readers keep them decoded)
   summary BLOB NOT NULL,
   PRIMARY KEY (app_key, kind, hours, hour)
 ) WITHOUT ROWID;
