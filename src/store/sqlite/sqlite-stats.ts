@@ -116,17 +116,41 @@ function addCell(into: Sum, cell: Cell, requests: number, bots: Excluded | undef
   if (maxLatency > into.max) into.max = maxLatency;
 }
 
+/** The longest range whose time series is answered on the calling thread (a month and a day). */
+const inlineHours = 31 * 24;
+
+/**
+ * Whether a plan reads few rows: the time series (no records) of at most a
+ * month, with nothing filtered that makes it read the hourly cells of each
+ * route, version or user agent. That is a few rows an hour and each route's
+ * days (a few thousand rows, a few ms): less than handing the call to a read
+ * worker and its answer back costs. Anything else may read hundreds of
+ * thousands of rows and runs on a worker.
+ */
+export function readsFewRows(plan: StatsPlan): boolean {
+  return (
+    !plan.records &&
+    plan.versions === undefined &&
+    !plan.perVersion &&
+    plan.excludeUserAgents === undefined &&
+    plan.startHour !== undefined &&
+    plan.endHour !== undefined &&
+    plan.endHour - plan.startHour <= inlineHours
+  );
+}
+
 /** Most top-names summaries a reader keeps decoded (a few KB each): a month's days and its ends' hours, for a few apps. */
 const maxCachedSummaries = 1024;
 
 /**
  * Stats from the rollups alone (migration 005), from the coarsest table
- * that answers exactly: the time series of a call that merges routes and
- * versions from one row per hour and status class; a route's figures over a
- * range from one row per day for its whole days; the top lists from one
- * bounded summary per day (and hour, at the range's ends). Filtering
- * versions reads the cells of each version; a bot pattern takes the rows of
- * the user agents it matches out of the hourly cells. Never a request row.
+ * that answers exactly: the time series from one row per hour; a route's
+ * figures over a range from one row per day for its whole days; the top
+ * lists from one bounded summary per day (and hour, at the range's ends).
+ * Filtering versions reads the cells of each version; a bot pattern takes
+ * the rows of the user agents it matches out of the hourly cells. Never a
+ * request row. A call reads in one transaction: every figure of an answer
+ * is of the same commit.
  */
 export function createStatsReader(db: Database.Database) {
   const appKey = createAppLookup(db);
@@ -227,7 +251,7 @@ export function createStatsReader(db: Database.Database) {
     return excluded;
   }
 
-  return function stats(plan: StatsPlan): StatsResult {
+  function answer(plan: StatsPlan): StatsResult {
     const app = appKey(plan.appId);
     const empty: StatsResult = { records: [], buckets: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
     if (app === undefined) return empty;
@@ -361,5 +385,8 @@ export function createStatsReader(db: Database.Database) {
       clientIps: plan.topN > 0 ? topNamesOf(summaries(topNameKind.ip), plan.topN) : [],
       userAgents: plan.topN > 0 ? topNamesOf(summaries(topNameKind.agent), plan.topN, isBot) : [],
     };
-  };
+  }
+
+  const inSnapshot = db.transaction(answer);
+  return (plan: StatsPlan): StatsResult => inSnapshot(plan);
 }

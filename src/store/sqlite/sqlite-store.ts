@@ -5,7 +5,7 @@ import { decodePosition, encodePosition } from "./cursor.js";
 import type { ReadPool } from "./read-pool.js";
 import type { RequestWriter } from "./request-writer.js";
 import type { SqliteReader } from "./sqlite-reader.js";
-import { createStatsReader } from "./sqlite-stats.js";
+import { createStatsReader, readsFewRows } from "./sqlite-stats.js";
 import { createUsageReader } from "./sqlite-usage.js";
 import { guarded, throwIfCancelled } from "./storage-error.js";
 
@@ -77,8 +77,9 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
     },
 
     stats(plan, signal) {
-      // On a worker when there are any: a month of a busy app's rollups is read without holding the writers back.
-      return guarded(signal, () => (pool ? pool.stats(plan, signal) : stats(plan)));
+      // On a worker when there are any, unless it reads a few thousand rows at most (a month's time series):
+      // a month of a busy app's route cells is read without holding the writers back.
+      return guarded(signal, () => (pool && !readsFewRows(plan) ? pool.stats(plan, signal) : stats(plan)));
     },
 
     changePosition(signal) {
