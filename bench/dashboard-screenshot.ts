@@ -3,14 +3,17 @@
  * forge-traffic requests over the last two days (a day/night rhythm, a
  * version rollout and a one-hour object-storage incident), opens the
  * dashboard in Debian's chromium, prints how long the first view took to be
- * complete, and saves a screenshot (bench/out/dashboard.png by default; the
- * README's is made with --out docs/dashboard.png).
+ * complete (and, over --loads more page loads, the median), and saves a
+ * screenshot (bench/out/dashboard.png by default; the README's is made with
+ * --out docs/dashboard.png).
  *
- *   npm run bench:dashboard -- [--out FILE] [--requests N] [--hours H] [--view V] [--keep]
+ *   npm run bench:dashboard -- [--out FILE] [--requests N] [--hours H] [--view V] [--loads N] [--db FILE] [--keep]
  *
- * --keep leaves the server running (its URL is printed) until Ctrl-C.
+ * --db keeps the seeded store in FILE and reuses it on later runs (seeding a
+ * million requests takes minutes); --keep leaves the server running (its URL
+ * is printed) until Ctrl-C.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
@@ -31,6 +34,8 @@ const { values: args } = parseArgs({
     requests: { type: "string", default: "80000" },
     hours: { type: "string", default: "48" },
     view: { type: "string", default: "" },
+    loads: { type: "string", default: "5" },
+    db: { type: "string" },
     keep: { type: "boolean", default: false },
   },
 });
@@ -101,7 +106,9 @@ function* seedTraffic(nowSec: number): Generator<RequestLog> {
 
 async function main() {
   const folder = mkdtempSync(join(tmpdir(), "reqlog-dashboard-"));
-  const backend = openSqliteBackend({ path: join(folder, "reqlog.db"), now: () => BigInt(Date.now()) * 1000n });
+  const path = args.db ?? join(folder, "reqlog.db");
+  const seeded = args.db !== undefined && existsSync(args.db);
+  const backend = openSqliteBackend({ path, now: () => BigInt(Date.now()) * 1000n });
   const server = await startReqlogServer(backend, {
     listen: "127.0.0.1:0",
     httpListen: "127.0.0.1:0",
@@ -113,16 +120,20 @@ async function main() {
   const client = createLogServiceClient({ server: server.grpc.address });
   const nowSec = Math.floor(Date.now() / 1000);
   const began = performance.now();
-  let batch: RequestLog[] = [];
-  for (const log of seedTraffic(nowSec)) {
-    batch.push(log);
-    if (batch.length === 1000) {
-      await client.write({ log: batch });
-      batch = [];
+  if (seeded) {
+    console.log(`reusing the store seeded before in ${path}`);
+  } else {
+    let batch: RequestLog[] = [];
+    for (const log of seedTraffic(nowSec)) {
+      batch.push(log);
+      if (batch.length === 1000) {
+        await client.write({ log: batch });
+        batch = [];
+      }
     }
+    if (batch.length > 0) await client.write({ log: batch });
+    console.log(`seeded ${total} requests over ${hours} h in ${((performance.now() - began) / 1000).toFixed(1)} s`);
   }
-  if (batch.length > 0) await client.write({ log: batch });
-  console.log(`seeded ${total} requests over ${hours} h in ${((performance.now() - began) / 1000).toFixed(1)} s`);
   const instances: [string, string, string, string][] = [
     ["default", "v43", "i-7f3a", "serving"],
     ["default", "v43", "i-91c2", "serving"],
@@ -142,12 +153,28 @@ async function main() {
   const browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
   page.on("pageerror", (err) => console.error(`page error: ${err.message}`));
-  const opened = performance.now();
-  await page.goto(url);
-  if (args.view === "" || args.view === "overview") {
+  const overview = args.view === "" || args.view === "overview";
+  /** Opens the page; the ms until the totals and charts are drawn, and until the top routes are. */
+  const load = async (): Promise<[number, number]> => {
+    const opened = performance.now();
+    await page.goto(url);
     await page.locator('[data-testid="kpis"][data-state="ready"]').waitFor({ timeout: 60_000 });
-    console.log(`first view complete (every figure and chart) in ${Math.round(performance.now() - opened)} ms`);
+    const figures = performance.now() - opened;
+    await page.locator('[data-testid="top-routes"], section.routes[data-state="empty"], section.routes[data-state="error"]').first().waitFor({ timeout: 60_000 });
+    return [figures, performance.now() - opened];
+  };
+  if (overview) {
+    const [figures, routes] = await load();
+    console.log(`first view complete (every figure and chart) in ${Math.round(figures)} ms, top routes in ${Math.round(routes)} ms`);
+    const loads: [number, number][] = [];
+    for (let i = 0; i < Number(args.loads); i++) loads.push(await load());
+    if (loads.length > 0) {
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+      console.log(`${loads.length} more loads: figures and charts ${loads.map(([f]) => Math.round(f)).join(", ")} ms (median ${Math.round(median(loads.map(([f]) => f)))}),`);
+      console.log(`  top routes ${loads.map(([, r]) => Math.round(r)).join(", ")} ms (median ${Math.round(median(loads.map(([, r]) => r)))})`);
+    }
   } else {
+    await page.goto(url);
     await page.waitForLoadState("networkidle");
   }
   await page.waitForTimeout(300);

@@ -6,13 +6,25 @@
  *    stats rollup step skipped: both sides wire the SQLite parts as
  *    openSqliteBackend does (keys, change log, usage rollups, request writer,
  *    one transaction a call); the only difference is `moveStats`.
- * 2. Stats for 30 days hourly, all routes, at two store sizes holding the
- *    same 30 days, in the store (what the rollups cost to read) and over gRPC.
+ * 2. Stats for 30 days hourly, all routes, on stores of different sizes
+ *    holding the same 30 days, in the store (`store.stats`, on a read worker)
+ *    and over gRPC (the typed client, the reply encoded and decoded), in four
+ *    shapes: the time series with the top lists, which is what an ops view
+ *    asks; a record per hour and status class; a record per hour, route and
+ *    status class; and the time series with bots left out (the hourly cells
+ *    less the bots').
  *
- *   npm run bench:stats -- [written] [small] [large]     (default 200000 10000 1000000)
+ *   npm run bench:stats -- [written] [store sizes …] [--keep DIR]
+ *
+ * Defaults: 200000 written, stores of 10000 and 1000000 requests. With
+ * --keep, a store is loaded into DIR/stats-<size>.db once and reused by later
+ * runs (10 million requests take a quarter of an hour to load).
  */
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
 import { create } from "@bufbuild/protobuf";
-import type { RequestLog } from "../gen/reqlog/v1/log_service_pb.js";
+import { type RequestLog, StatsRequestSchema, StatsSplit } from "../gen/reqlog/v1/log_service_pb.js";
 import type { PreparedRecord } from "../src/domain/records.js";
 import { defaultLimits } from "../src/limits.js";
 import { planStats } from "../src/query/stats-plan.js";
@@ -21,20 +33,22 @@ import { createKeys } from "../src/store/sqlite/keys.js";
 import { openDatabase } from "../src/store/sqlite/open-database.js";
 import { createRequestWriter } from "../src/store/sqlite/request-writer.js";
 import { createRollups } from "../src/store/sqlite/rollups.js";
+import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
 import { prepareRequestLog } from "../src/write/prepare-request-log.js";
-import { StatsRequestSchema } from "../gen/reqlog/v1/log_service_pb.js";
 import { handlerRoute } from "./forge-traffic.js";
 import { startBenchServer } from "./harness/bench-server.js";
 import { benchDbPath, benchStart, loadBackend, median, trafficRecords } from "./load.js";
 
-const written = Number(process.argv[2] ?? 200_000);
-const sizes = [Number(process.argv[3] ?? 10_000), Number(process.argv[4] ?? 1_000_000)] as const;
+const { values: flags, positionals } = parseArgs({ options: { keep: { type: "string" } }, allowPositionals: true });
+const written = Number(positionals[0] ?? 200_000);
+const sizes = positionals.length > 1 ? positionals.slice(1).map(Number) : [10_000, 1_000_000];
 /** Records a Write call carries (the figure the Stats commit measured with). */
 const perCall = 140;
 const rounds = 4;
 const days = 30;
 const spanUsec = days * 86_400_000_000;
 const statsCalls = 40;
+const warmUp = 5;
 
 /**
  * The forge traffic with url_map_entry set as a router would set it (the
@@ -84,59 +98,78 @@ function benchWrites() {
   console.log(`  with the stats rollups:               ${Math.round(median(on)).toLocaleString()} records/s   ${median(ratios).toFixed(2)}x (median of the rounds' ratios)`);
 }
 
+/** A store of `n` requests over the 30 days: loaded, or (with --keep) reopened when a run before loaded it. */
+async function storeOf(n: number) {
+  const path = flags.keep ? join(flags.keep, `stats-${n}.db`) : benchDbPath(`stats-${n}`);
+  if (flags.keep && existsSync(path)) {
+    console.log(`reopening ${path} (${n.toLocaleString()} requests over ${days} days)`);
+    return openSqliteBackend({ path, sync: "normal" });
+  }
+  if (flags.keep) mkdirSync(flags.keep, { recursive: true });
+  console.log(`loading ${n.toLocaleString()} requests over ${days} days …`);
+  const { backend, seconds } = await loadBackend(path, n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`), spanUsec / n, withHandlerRoute);
+  console.log(`  loaded in ${seconds.toFixed(0)} s (${Math.round(n / seconds).toLocaleString()} requests/s)`);
+  return backend;
+}
+
 async function benchStats() {
   const servers = [];
-  for (const n of sizes) {
-    console.log(`loading ${n.toLocaleString()} requests over ${days} days …`);
-    const { backend, seconds } = await loadBackend(
-      benchDbPath(`stats-${n}`),
-      n,
-      (d) => process.stdout.write(`  ${d.toLocaleString()}\r`),
-      spanUsec / n,
-      withHandlerRoute,
-    );
-    console.log(`  loaded in ${seconds.toFixed(0)} s (${Math.round(n / seconds).toLocaleString()} requests/s)`);
-    servers.push(await startBenchServer(backend));
-  }
+  for (const n of sizes) servers.push(await startBenchServer(await storeOf(n)));
   const start = benchStart / 1_000_000n;
-  const request = create(StatsRequestSchema, { appId: "forge", startTime: start, endTime: start + BigInt(days * 86400), resolutionHours: 1, topN: 10 });
-  const plan = planStats(request, defaultLimits);
+  const range = { appId: "forge", startTime: start, endTime: start + BigInt(days * 86400), resolutionHours: 1 };
+  const shapes = [
+    {
+      name: "the time series (a point an hour: figures and each status class's requests) and the top-10 lists (the goal)",
+      request: create(StatsRequestSchema, { ...range, split: StatsSplit.NONE, topN: 10 }),
+    },
+    { name: "a record per hour and status class, and the top-10 lists", request: create(StatsRequestSchema, { ...range, split: StatsSplit.CLASS, topN: 10 }) },
+    { name: "a record per hour, route and status class, and the top-10 lists", request: create(StatsRequestSchema, { ...range, topN: 10 }) },
+    {
+      name: "the time series and the top-10 lists, bots left out",
+      request: create(StatsRequestSchema, { ...range, split: StatsSplit.NONE, topN: 10, excludeUserAgentRegex: "(?i)bot|crawl|spider" }),
+    },
+  ];
   const signal = new AbortController().signal;
-  const inStore: number[][] = sizes.map(() => []);
-  const overGrpc: number[][] = sizes.map(() => []);
-  const shape = sizes.map(() => "");
-  for (let i = 0; i < statsCalls + 5; i++) {
-    const order = i % 2 === 0 ? [0, 1] : [1, 0];
-    for (const k of order) {
-      const server = servers[k]!;
-      let t = performance.now();
-      const result = await server.backend.store.stats(plan, signal);
-      const storeMs = performance.now() - t;
-      t = performance.now();
-      const reply = await server.client.stats(request);
-      const grpcMs = performance.now() - t;
-      if (i < 5) continue; // warm-up
-      inStore[k]!.push(storeMs);
-      overGrpc[k]!.push(grpcMs);
-      const routes = new Set(result.records.map((r) => r.route)).size;
-      shape[k] = `${reply.record.length.toLocaleString()} records, ${routes} routes, ${reply.total!.requests.toLocaleString()} requests`;
+  for (const shape of shapes) {
+    const plan = planStats(shape.request, defaultLimits);
+    const inStore: number[][] = sizes.map(() => []);
+    const overGrpc: number[][] = sizes.map(() => []);
+    const answer = sizes.map(() => "");
+    for (let i = 0; i < statsCalls + warmUp; i++) {
+      // The stores take turns, the first one alternating.
+      const order = sizes.map((_, k) => (i % 2 === 0 ? k : sizes.length - 1 - k));
+      for (const k of order) {
+        const server = servers[k]!;
+        let t = performance.now();
+        await server.backend.store.stats(plan, signal);
+        const storeMs = performance.now() - t;
+        t = performance.now();
+        const reply = await server.client.stats(shape.request);
+        const grpcMs = performance.now() - t;
+        if (i < warmUp) continue;
+        inStore[k]!.push(storeMs);
+        overGrpc[k]!.push(grpcMs);
+        answer[k] =
+          `${reply.record.length.toLocaleString()} records, ${reply.bucket.length} buckets, ${reply.total!.requests.toLocaleString()} requests, ` +
+          `top IP ${reply.topClientIp[0]?.name ?? "-"} ${reply.topClientIp[0]?.requests ?? 0}±${reply.topClientIp[0]?.maxError ?? 0}`;
+      }
     }
+    console.log(`\nStats, ${days} days hourly: ${shape.name} (median of ${statsCalls} calls, the stores taking turns):`);
+    sizes.forEach((n, k) => console.log(`  ${n.toLocaleString().padStart(10)} stored requests: ${answer[k]}`));
+    const line = (label: string, xs: number[][]) => {
+      const ms = xs.map(median);
+      const figures = ms.map((m) => `${m.toFixed(2)} ms`).join("  ");
+      console.log(`  ${label.padEnd(28)} ${figures}   largest/smallest store ${(ms.at(-1)! / ms[0]!).toFixed(2)}x   (goal ≤ 20 ms, flat)`);
+    };
+    line("in the store (store.stats)", inStore);
+    line("over gRPC (typed client)", overGrpc);
   }
   for (const server of servers) await server.close();
-  console.log(`\nStats, ${days} days hourly, all routes, top 10 (median of ${statsCalls} calls, the stores alternating):`);
-  sizes.forEach((n, k) => console.log(`  ${n.toLocaleString()} stored requests: ${shape[k]}`));
-  const line = (label: string, xs: number[][]) => {
-    const [a, b] = xs.map(median) as [number, number];
-    console.log(`  ${label.padEnd(28)} ${a.toFixed(2)} ms  vs  ${b.toFixed(2)} ms   ratio ${(b / a).toFixed(2)}x   (goal ≤ 20 ms, flat)`);
-  };
-  console.log(`  ${"".padEnd(28)} ${sizes[0].toLocaleString()} vs ${sizes[1].toLocaleString()} requests`);
-  line("in the store (store.stats)", inStore);
-  line("over gRPC (typed client)", overGrpc);
 }
 
 async function main() {
   if (written > 0) benchWrites();
-  if (sizes[1] > 0) await benchStats();
+  if (sizes.length > 0 && sizes[0]! > 0) await benchStats();
 }
 
 main().catch((err) => {

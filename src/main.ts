@@ -272,6 +272,11 @@ rollupCommand("stats", "print requests, errors, bytes and latency percentiles pe
   .option("--per-version", "a row per version", false)
   .option("--status-class <class>", "only this status class: 1xx … 5xx, or other (repeatable)", collect, [])
   .addOption(new Option("--top <n>", "length of the top lists (0: none)").default(10).argParser(arg(parseCount, "--top")))
+  .addOption(
+    new Option("--split <by>", "a row per route and status class, per status class (routes merged), or per bucket (none)")
+      .choices(["route", "class", "none"])
+      .default("route"),
+  )
   .option("--exclude-bots [re2]", "leave out requests whose user agent contains a match (no pattern: bot|crawl|spider|slurp)")
   .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
   .action(async (opts: StatsOptions) => {

@@ -1,4 +1,4 @@
-import type { StatsResponse } from "../gen/reqlog/v1/log_service_pb.js";
+import { type StatsResponse, StatsSplit } from "../gen/reqlog/v1/log_service_pb.js";
 import { type Api, Code, describeError, isCancel } from "./api.js";
 import { type ChartSpec, palette, renderChart } from "./charts.js";
 import { emptyNote, fill, h, loadingNote, problemNote, setState } from "./dom.js";
@@ -9,22 +9,6 @@ import { bucketSeconds, bucketStarts, type HourRange, hourRange, rangeSeconds } 
 import { renderTopClients, renderTopRoutes } from "./top-lists.js";
 import { changed, selectionKeys, showProblem, type ViewMount } from "./view-context.js";
 import type { ViewState } from "./view-state.js";
-
-/** Stats calls in flight at once (one per chart bucket). */
-const statsConcurrency = 4;
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await work(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
 
 /** The range to chart: a preset or custom range as is; "everything stored" as far as Usage has records. */
 async function chartRange(api: Api, state: ViewState, nowMs: number, signal: AbortSignal): Promise<HourRange | undefined> {
@@ -200,7 +184,7 @@ export const mountOverview: ViewMount = (root, ctx) => {
 
   const drawCharts = (range: HourRange, usage: UsageSeries | undefined, stats: Stats | undefined, state: ViewState) => {
     clearCharts();
-    const empty: StatsSeries = statsSeries(range, []);
+    const empty: StatsSeries = statsSeries(range, undefined);
     fill(
       charts,
       ...chartCards(range).map((card) => {
@@ -314,20 +298,14 @@ export const mountOverview: ViewMount = (root, ctx) => {
     const statsCall = (async () => {
       setState(routes, "loading");
       fill(routes, loadingNote("the top routes"));
-      // Cheapest first: the range's figures, then each bucket's (so the charts are complete early), the top
-      // lists last (over a long range they cost the server the most).
-      const whole = await ctx.api.stats({ ...statsSelection, resolutionHours: 0, topN: 0 }, { signal });
-      // Percentiles of different routes cannot be added up: each bucket's come from a call of its own.
-      const perBucket = await mapLimit(buckets, statsConcurrency, (start) =>
-        ctx.api.stats({ ...statsSelection, startTime: BigInt(start), endTime: BigInt(start + bucketSeconds(r)), resolutionHours: 0, topN: 0 }, { signal }),
-      );
-      stats = { range: whole, series: statsSeries(r, perBucket) };
+      // One call for the view: a figure per chart bucket (percentiles merged on the server), the range's total and the top lists.
+      const answer = await ctx.api.stats({ ...statsSelection, resolutionHours: r.resolutionHours, split: StatsSplit.NONE, topN: 10 }, { signal });
+      stats = { range: answer, series: statsSeries(r, answer) };
       redraw();
-      const top = await ctx.api.stats({ ...statsSelection, resolutionHours: 0, topN: 10 }, { signal });
-      lastTop = top;
-      renderTopRoutes(routes, ctx, top);
-      setState(routes, top.topRouteByRequests.length > 0 ? "ready" : "empty");
-      renderTopClients(clients, top);
+      lastTop = answer;
+      renderTopRoutes(routes, ctx, answer);
+      setState(routes, answer.topRouteByRequests.length > 0 ? "ready" : "empty");
+      renderTopClients(clients, answer);
     })().catch(statsFailed);
     await Promise.all([usageCall, statsCall]);
   };

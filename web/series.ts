@@ -59,19 +59,24 @@ export interface StatsSeries {
 }
 
 /**
- * One Stats answer per bucket (each asked with resolution 0, so its `total`
- * holds the bucket's exact percentiles: percentiles of different routes
- * cannot be merged in the page), laid out as series.
+ * A Stats answer's buckets (asked at the range's resolution, so each bucket's
+ * figures are those of all its requests: percentiles merged on the server,
+ * from its histograms) laid out as series; missing buckets are gaps.
  */
-export function statsSeries(range: HourRange, perBucket: readonly StatsResponse[]): StatsSeries {
+export function statsSeries(range: HourRange, answer: StatsResponse | undefined): StatsSeries {
   const x = bucketStarts(range);
-  const figures = x.map((_, i) => perBucket[i]?.total);
+  const figures: (StatsFigures | undefined)[] = x.map(() => undefined);
+  const byClass = statusClasses.map(() => zeros(x.length));
+  for (const bucket of answer?.bucket ?? []) {
+    const i = bucketIndex(range, Number(bucket.startTime));
+    if (i < 0) continue;
+    figures[i] = bucket.figures;
+    bucket.classRequests.forEach((n, c) => {
+      if (c < byClass.length) byClass[c]![i]! += Number(n);
+    });
+  }
   const count = (pick: (f: StatsFigures) => bigint) => figures.map((f) => (f ? Number(pick(f)) : 0));
   const latency = (pick: (f: StatsFigures) => bigint) => figures.map((f) => (f && f.requests > 0n ? Number(pick(f)) : null));
-  const byClass = statusClasses.map(() => zeros(x.length));
-  perBucket.forEach((answer, i) => {
-    for (const record of answer.record) byClass[record.statusClass]![i]! += Number(record.figures?.requests ?? 0n);
-  });
   const requests = count((f) => f.requests);
   const errors = count((f) => f.errors);
   const bytesSent = count((f) => f.bytesSent);

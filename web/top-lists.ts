@@ -79,14 +79,21 @@ export function renderTopRoutes(panel: HTMLElement, ctx: ViewContext, stats: Sta
   );
 }
 
-/** Named clients first, most requests first; the ones beyond the bound (no name) counted together, last. */
+/**
+ * Named clients first, most requests first; the ones beyond the bound (no
+ * name: servers before the summaries) counted together, last. Estimated
+ * counts (the range had more distinct names than the summaries hold) are
+ * marked ≈, with their error bound in a tooltip.
+ */
 function clientTable(title: string, all: StatsClient[]): HTMLElement {
   const named = (c: StatsClient) => isFieldSet(c, StatsClientSchema.field.name);
   const clients = [...all.filter(named), ...all.filter((c) => !named(c))];
+  const estimated = clients.some((c) => c.maxError > 0n);
   return h(
     "div",
     { class: "clients" },
     h("h3", {}, title),
+    estimated ? h("p", { class: "hint" }, "≈ estimated: more distinct names than the top-100 summaries of an hour or day hold") : "",
     clients.length === 0
       ? emptyNote("None in this range.")
       : h(
@@ -97,7 +104,9 @@ function clientTable(title: string, all: StatsClient[]): HTMLElement {
               "tr",
               {},
               h("td", { class: "name" }, named(c) ? c.name : h("span", { class: "dim" }, "(the rest, beyond the per-hour bound)")),
-              h("td", { class: "num" }, formatCount(c.requests)),
+              c.maxError > 0n
+                ? h("td", { class: "num", title: `an estimate: within ±${formatCount(c.maxError)} of the exact count` }, `≈${formatCount(c.requests)}`)
+                : h("td", { class: "num" }, formatCount(c.requests)),
               h("td", { class: c.errors > 0n ? "num bad" : "num dim" }, c.errors > 0n ? `${formatCount(c.errors)} 5xx` : ""),
             ),
           )),

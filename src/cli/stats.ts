@@ -7,6 +7,7 @@ import {
   StatsRequestSchema,
   StatsResponseSchema,
   type StatsRoute,
+  StatsSplit,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { callFailure, type ClientOptions, createLogServiceClient } from "../client/log-service-client.js";
 import { parseTime } from "./read.js";
@@ -22,6 +23,8 @@ export interface StatsOptions extends ClientOptions {
   perVersion: boolean;
   statusClass: string[];
   top: number;
+  /** What the rows are: a route and status class each, a status class each (routes merged), or a time bucket each. */
+  split: "route" | "class" | "none";
   /** A pattern, or true for `defaultBotPattern`. */
   excludeBots?: string | true;
   output: "table" | "json";
@@ -67,32 +70,53 @@ function topList(title: string, rows: string[][]): string[] {
   return rows.length === 0 ? [] : ["", `${title}:`, ...columns(rows, "rl").map((line) => `  ${line}`)];
 }
 
+const splits = { route: StatsSplit.ROUTE_CLASS, class: StatsSplit.CLASS, none: StatsSplit.NONE } as const;
+const classNames = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/** A client's requests: exact, or an estimate with its bound (≈1,234 ±56). */
+const clientRequests = (c: StatsClient) => (c.maxError > 0n ? `≈${count(c.requests)} ±${count(c.maxError)}` : count(c.requests));
+
 /**
- * The table (a row per bucket, route, status class and, when asked,
- * version, then the total) and the top lists.
+ * The table (a row per bucket, route (unless merged), status class and, when
+ * asked, version; or with split none a row per bucket with each class's
+ * requests), then the total and the top lists.
  */
-export function formatStats(response: StatsResponse, perVersion: boolean): string {
-  if (response.record.length === 0) return "no finished requests in that range";
-  const head = ["bucket (UTC)", "route", "class", ...(perVersion ? ["version"] : []), "requests", "errors", "bytes", "p50", "p90", "p99", "max"];
-  const rows = response.record.map((r) => [
-    bucketTime(Number(r.startTime)), routeName(r.route), statusClass(r.statusClass),
-    ...(perVersion ? [`${r.moduleId}/${r.versionId}`] : []), ...figureCells(r.figures!),
-  ]);
-  rows.push(["total", "", "", ...(perVersion ? [""] : []), ...figureCells(response.total!)]);
+export function formatStats(response: StatsResponse, perVersion: boolean, split: StatsOptions["split"] = "route"): string {
+  if (response.bucket.length === 0 && response.record.length === 0) return "no finished requests in that range";
+  const figureHead = ["requests", "errors", "bytes", "p50", "p90", "p99", "max"];
+  let table: string[];
+  if (split === "none") {
+    const head = ["bucket (UTC)", ...figureHead, ...classNames.slice(1), classNames[0]!];
+    const classCells = (c: bigint[]) => [...c.slice(1), c[0] ?? 0n].map(count);
+    const rows = response.bucket.map((b) => [bucketTime(Number(b.startTime)), ...figureCells(b.figures!), ...classCells(b.classRequests)]);
+    rows.push(["total", ...figureCells(response.total!), ...classNames.map(() => "")]);
+    table = columns([head, ...rows], `l${"r".repeat(head.length - 1)}`);
+  } else {
+    const head = ["bucket (UTC)", ...(split === "route" ? ["route"] : []), "class", ...(perVersion ? ["version"] : []), ...figureHead];
+    const rows = response.record.map((r) => [
+      bucketTime(Number(r.startTime)), ...(split === "route" ? [routeName(r.route)] : []), statusClass(r.statusClass),
+      ...(perVersion ? [`${r.moduleId}/${r.versionId}`] : []), ...figureCells(r.figures!),
+    ]);
+    const labels = head.length - figureHead.length;
+    rows.push(["total", ...Array.from({ length: labels - 1 }, () => ""), ...figureCells(response.total!)]);
+    table = columns([head, ...rows], `${"l".repeat(labels)}${"r".repeat(figureHead.length)}`);
+  }
   const route = (r: StatsRoute) => [
     count(r.figures!.requests), routeName(r.route), `p50 ${formatLatency(r.figures!.latencyP50)}`,
     `p99 ${formatLatency(r.figures!.latencyP99)}`, `errors ${errorRate(r.figures!)}`,
   ];
   const client = (c: StatsClient) => [
-    count(c.requests), isFieldSet(c, StatsClientSchema.field.name) ? c.name || "-" : "(other)", `errors ${count(c.errors)}`,
+    clientRequests(c), isFieldSet(c, StatsClientSchema.field.name) ? c.name || "-" : "(other)", `errors ${count(c.errors)}`,
   ];
+  const estimated = [...response.topClientIp, ...response.topUserAgent].some((c) => c.maxError > 0n);
   return [
-    ...columns([head, ...rows], perVersion ? "llllrrrrrrr" : "lllrrrrrrr"),
+    ...table,
     `(${bucketTime(Number(response.startTime))} to ${bucketTime(Number(response.endTime))} UTC; latency percentiles within one histogram bucket, ~19%)`,
     ...topList("top routes by requests", response.topRouteByRequests.map(route)),
     ...topList("top routes by p99 latency", response.topRouteByP99.map(route)),
     ...topList("top client IPs", response.topClientIp.map(client)),
     ...topList("top user agents", response.topUserAgent.map(client)),
+    ...(estimated ? ["", "(≈: estimated from the top-100 summaries of each hour and day, within ± of the exact count)"] : []),
   ].join("\n");
 }
 
@@ -118,6 +142,7 @@ export async function statsCommand(
     perVersion: options.perVersion,
     statusClass: options.statusClass.map(parseStatusClass),
     topN: options.top,
+    split: splits[options.split],
     ...(options.excludeBots !== undefined
       ? { excludeUserAgentRegex: options.excludeBots === true ? defaultBotPattern : options.excludeBots }
       : {}),
@@ -131,5 +156,5 @@ export async function statsCommand(
   } finally {
     client.close();
   }
-  print(options.output === "json" ? toJsonString(StatsResponseSchema, response) : formatStats(response, options.perVersion));
+  print(options.output === "json" ? toJsonString(StatsResponseSchema, response) : formatStats(response, options.perVersion, options.split));
 }

@@ -75,13 +75,6 @@ export function mergeHistogram(into: LatencyHistogram, from: LatencyHistogram, s
   if (sign === 1 && from.max > into.max) into.max = from.max;
 }
 
-/** The number of latencies counted. */
-function histogramTotal(h: LatencyHistogram): number {
-  let n = 0;
-  for (const count of h.counts.values()) n += count;
-  return n;
-}
-
 /** The highest bucket in use, or -1 for an empty histogram. */
 function topBucket(h: LatencyHistogram): number {
   let top = -1;
@@ -108,16 +101,41 @@ export function histogramMax(h: LatencyHistogram): number {
  * bucket as the exact percentile.
  */
 export function histogramPercentile(h: LatencyHistogram, percent: number): number {
-  const n = histogramTotal(h);
-  if (n === 0) return 0;
-  const rank = Math.max(1, Math.ceil((n * percent) / 100));
-  const buckets = [...h.counts.keys()].sort((a, b) => a - b);
-  let seen = 0;
-  for (const bucket of buckets) {
-    seen += h.counts.get(bucket)!;
-    if (seen >= rank) return Math.min(bucketMiddle(bucket), histogramMax(h));
+  return histogramPercentiles(h, [percent])[0]!;
+}
+
+/** The buckets in use of the histogram being read, ascending (at most every bucket). */
+const scratch = new Float64Array(latencyBucketCount);
+
+/**
+ * Several percentiles (ascending `percents`) in one walk over the buckets,
+ * each as histogramPercentile gives it. Stats reads these for every bucket
+ * of a chart: one pass over the counts sorting their buckets into a scratch
+ * array as it goes (a histogram uses a few dozen buckets at most), nothing
+ * allocated but the answer.
+ */
+export function histogramPercentiles(h: LatencyHistogram, percents: readonly number[]): number[] {
+  let used = 0;
+  let n = 0;
+  for (const [bucket, count] of h.counts) {
+    if (count <= 0) continue;
+    let at = used++;
+    for (; at > 0 && scratch[at - 1]! > bucket; at--) scratch[at] = scratch[at - 1]!;
+    scratch[at] = bucket;
+    n += count;
   }
-  return histogramMax(h);
+  if (n === 0) return percents.map(() => 0);
+  const { start, end } = latencyBucketRange(scratch[used - 1]!);
+  const max = Math.max(start, Math.min(h.max, end - 1)); // histogramMax, from the top bucket found here
+  const values: number[] = [];
+  let seen = 0;
+  let i = 0;
+  for (const percent of percents) {
+    const rank = Math.max(1, Math.ceil((n * percent) / 100));
+    while (i < used - 1 && seen + h.counts.get(scratch[i]!)! < rank) seen += h.counts.get(scratch[i++]!)!;
+    values.push(Math.min(bucketMiddle(scratch[i]!), max));
+  }
+  return values;
 }
 
 /**

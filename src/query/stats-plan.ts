@@ -1,5 +1,5 @@
 import { isFieldSet } from "@bufbuild/protobuf";
-import { type StatsRequest, StatsRequestSchema, LogModuleVersionSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { LogModuleVersionSchema, type StatsRequest, StatsRequestSchema, StatsSplit } from "../../gen/reqlog/v1/log_service_pb.js";
 import { exceeded, type Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
@@ -21,6 +21,10 @@ export interface StatsPlan {
   resolutionHours: number;
   /** A record per (module, version), rather than versions merged. */
   perVersion: boolean;
+  /** Records wanted (otherwise only the buckets, the route figures and the top lists). */
+  records: boolean;
+  /** A record per route, rather than routes merged. */
+  byRoute: boolean;
   /** Status classes to count (0 to 5); undefined = all. */
   statusClasses?: number[];
   /** RE2 pattern (valid, within the length limit): requests whose user agent contains a match are left out. */
@@ -66,6 +70,7 @@ export function planStats(request: StatsRequest, limits: Limits): StatsPlan {
     throw ReqlogError.invalid(`status_class ${bad} is not a class: 1 to 5 for 1xx to 5xx, 0 for other statuses`);
   }
   if (request.topN > maxTopN) throw ReqlogError.invalid(`top_n is ${request.topN}: at most ${maxTopN}`);
+  if (StatsSplit[request.split] === undefined) throw ReqlogError.invalid(`split ${request.split} is not a StatsSplit`);
   const startHour = start === undefined ? undefined : hourOf(start, "down");
   const endHour = end === undefined ? undefined : hourOf(end, "up");
   if (startHour !== undefined && endHour !== undefined && request.resolutionHours > 0) {
@@ -86,6 +91,8 @@ export function planStats(request: StatsRequest, limits: Limits): StatsPlan {
     endHour,
     resolutionHours: request.resolutionHours,
     perVersion: request.perVersion,
+    records: request.split !== StatsSplit.NONE,
+    byRoute: request.split === StatsSplit.UNSPECIFIED || request.split === StatsSplit.ROUTE_CLASS,
     statusClasses: request.statusClass.length > 0 ? [...new Set(request.statusClass)].sort((a, b) => a - b) : undefined,
     excludeUserAgents: isFieldSet(request, f.excludeUserAgentRegex)
       ? checkRegex(request.excludeUserAgentRegex, "exclude_user_agent_regex", limits)

@@ -6,48 +6,28 @@ import {
   type StatsResponse,
   StatsResponseSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
-import { emptyHistogram, histogramMax, histogramPercentile, mergeHistogram } from "../domain/latency-histogram.js";
+import { histogramMax, histogramPercentile, histogramPercentiles } from "../domain/latency-histogram.js";
+import { addFigures, noFigures, type StatsFigures } from "../domain/stats-figures.js";
 import { planStats } from "../query/stats-plan.js";
-import type { StatsClient, StatsFigures } from "../store/store.js";
+import type { StatsClient, StatsRoute } from "../store/store.js";
 import type { UnaryHandler } from "./call-context.js";
 import type { ServiceDeps } from "./log-service.js";
 
 function figuresMessage(f: StatsFigures): StatsFiguresMessage {
-  const percentile = (p: number) => BigInt(histogramPercentile(f.latency, p));
+  const [p50, p90, p99] = histogramPercentiles(f.latency, [50, 90, 99]);
   return create(StatsFiguresSchema, {
     requests: BigInt(f.requests),
     errors: BigInt(f.errors),
     bytesSent: BigInt(f.bytes),
-    latencyP50: percentile(50),
-    latencyP90: percentile(90),
-    latencyP99: percentile(99),
+    latencyP50: BigInt(p50!),
+    latencyP90: BigInt(p90!),
+    latencyP99: BigInt(p99!),
     latencyMax: BigInt(histogramMax(f.latency)),
   });
 }
 
-const noFigures = (): StatsFigures => ({ requests: 0, errors: 0, bytes: 0, latency: emptyHistogram() });
-
-function addFigures(into: StatsFigures, from: StatsFigures): void {
-  into.requests += from.requests;
-  into.errors += from.errors;
-  into.bytes += from.bytes;
-  mergeHistogram(into.latency, from.latency);
-}
-
-interface RouteTotal extends StatsFigures {
-  route?: string;
+interface RouteTotal extends StatsRoute {
   p99: number;
-}
-
-/** Each route over the whole range (buckets, status classes and versions merged). */
-function routeTotals(records: readonly (StatsFigures & { route?: string })[]): RouteTotal[] {
-  const routes = new Map<string | undefined, StatsFigures & { route?: string }>();
-  for (const r of records) {
-    let total = routes.get(r.route);
-    if (!total) routes.set(r.route, (total = { ...(r.route !== undefined ? { route: r.route } : {}), ...noFigures() }));
-    addFigures(total, r);
-  }
-  return [...routes.values()].map((t) => ({ ...t, p99: histogramPercentile(t.latency, 99) }));
 }
 
 /** By route, the overflow entry (no route) last. */
@@ -56,11 +36,9 @@ function byRoute(a: RouteTotal, b: RouteTotal): number {
   return a.route < b.route ? -1 : a.route > b.route ? 1 : 0;
 }
 
-const client = (c: StatsClient) => ({
-  ...(c.name !== undefined ? { name: c.name } : {}),
-  requests: BigInt(c.requests),
-  errors: BigInt(c.errors),
-});
+const client = (c: StatsClient) => ({ name: c.name, requests: BigInt(c.requests), errors: BigInt(c.errors), maxError: BigInt(c.maxError) });
+
+const seconds = (hour: number) => BigInt(hour) * 3600n;
 
 /** Stats: requests, errors, bytes and latency per time bucket, route and status class, and top lists. */
 export function createStatsHandler({ store, limits }: ServiceDeps): UnaryHandler<StatsRequest, StatsResponse> {
@@ -69,8 +47,8 @@ export function createStatsHandler({ store, limits }: ServiceDeps): UnaryHandler
     call.authorize([plan.appId]);
     const result = await store.stats(plan, call.signal);
     const total = noFigures();
-    for (const r of result.records) addFigures(total, r);
-    const routes = routeTotals(result.records);
+    for (const b of result.buckets) addFigures(total, b);
+    const routes = result.routes.map((r) => ({ ...r, p99: histogramPercentile(r.latency, 99) }));
     const top = (order: (a: RouteTotal, b: RouteTotal) => number) =>
       [...routes]
         .sort((a, b) => order(a, b) || byRoute(a, b))
@@ -78,16 +56,22 @@ export function createStatsHandler({ store, limits }: ServiceDeps): UnaryHandler
         .map((t) => ({ ...(t.route !== undefined ? { route: t.route } : {}), figures: figuresMessage(t) }));
     return create(StatsResponseSchema, {
       record: result.records.map((r) => ({
-        startTime: BigInt(r.startHour) * 3600n,
-        endTime: BigInt(r.endHour) * 3600n,
+        startTime: seconds(r.startHour),
+        endTime: seconds(r.endHour),
         ...(r.route !== undefined ? { route: r.route } : {}),
         statusClass: r.statusClass,
         ...(r.moduleId !== undefined ? { moduleId: r.moduleId, versionId: r.versionId } : {}),
         figures: figuresMessage(r),
       })),
+      bucket: result.buckets.map((b) => ({
+        startTime: seconds(b.startHour),
+        endTime: seconds(b.endHour),
+        figures: figuresMessage(b),
+        classRequests: b.classRequests.map(BigInt),
+      })),
       total: figuresMessage(total),
       ...(result.startHour !== undefined && result.endHour !== undefined
-        ? { startTime: BigInt(result.startHour) * 3600n, endTime: BigInt(result.endHour) * 3600n }
+        ? { startTime: seconds(result.startHour), endTime: seconds(result.endHour) }
         : {}),
       topRouteByRequests: top((a, b) => b.requests - a.requests),
       topRouteByP99: top((a, b) => b.p99 - a.p99 || b.requests - a.requests),

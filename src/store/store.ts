@@ -3,7 +3,7 @@ import type { InstanceKey, PreparedRecord, RequestContext, RequestLines } from "
 import type { ReadPlan } from "../query/read-plan.js";
 import type { UsagePlan } from "../query/usage-plan.js";
 import type { StatsPlan } from "../query/stats-plan.js";
-import type { LatencyHistogram } from "../domain/latency-histogram.js";
+import type { StatsBucket, StatsFigures } from "../domain/stats-figures.js";
 
 /**
  * The storage contract of reqlog, the same for every backend (SQLite, and
@@ -46,10 +46,11 @@ export interface Store {
   usage(plan: UsagePlan, signal: AbortSignal): Promise<UsageResult>;
   /**
    * Request statistics from rollups kept with every write (never a scan of
-   * the requests): finished requests per time bucket, route and status class
-   * (and version), filtered as the plan says, with the top client IPs and
-   * user agents of the range. Refuses (statsTooLarge) an answer of more than
-   * `plan.maxRecords` records.
+   * the requests): finished requests per time bucket, route (unless the plan
+   * merges routes) and status class (and version), filtered as the plan
+   * says, with each route's figures over the range and the top client IPs
+   * and user agents when the plan asks for top lists. Refuses
+   * (statsTooLarge) an answer of more than `plan.maxRecords` records.
    */
   stats(plan: StatsPlan, signal: AbortSignal): Promise<StatsResult>;
   /** Where the change feed stands now: a Tail started now follows changes after it. */
@@ -117,19 +118,13 @@ export interface UsageResult {
   versions: string[];
 }
 
-/** What a set of finished requests adds up to (errors: status 500 to 599; bytes: response_size). */
-export interface StatsFigures {
-  requests: number;
-  errors: number;
-  bytes: number;
-  latency: LatencyHistogram;
-}
+export type { StatsBucket, StatsFigures };
 
-/** One time bucket of one route and status class (and version, when the plan asks). */
+/** One time bucket of one route (unless the plan merges routes) and status class (and version, when the plan asks). */
 export interface StatsRecord extends StatsFigures {
   startHour: number;
   endHour: number;
-  /** undefined: the routes beyond the backend's bound on distinct routes per hour. */
+  /** undefined: the routes beyond the backend's bound on distinct routes per hour, or every route when the plan merges them. */
   route?: string;
   statusClass: number;
   /** Set when the plan asks for a record per version. */
@@ -137,21 +132,36 @@ export interface StatsRecord extends StatsFigures {
   versionId?: string;
 }
 
-/** A client IP or user agent and its requests. */
+/** One route over the whole range: status classes, versions and time buckets merged. */
+export interface StatsRoute extends StatsFigures {
+  /** undefined: the routes beyond the backend's bound on distinct routes per hour. */
+  route?: string;
+}
+
+/**
+ * A client IP or user agent and its requests: exact, or (a backend that
+ * keeps bounded summaries, src/domain/top-names.ts) an estimate within
+ * `maxError` of the exact count, with the errors counted a lower bound.
+ */
 export interface StatsClient {
-  /** undefined: the names beyond the backend's bound on distinct names per hour. */
-  name?: string;
+  name: string;
   requests: number;
   errors: number;
+  /** 0: exact. */
+  maxError: number;
 }
 
 export interface StatsResult {
-  /** By start hour, then route (undefined last), status class, module and version. */
+  /** By start hour, then route (undefined last), status class, module and version; empty unless `plan.records`. */
   records: StatsRecord[];
+  /** The time buckets that count any request, by start hour: what the records of each add up to. */
+  buckets: StatsBucket[];
   /** The range: the plan's bounds, or the first and after the last hour with stats; undefined when neither is known. */
   startHour?: number;
   endHour?: number;
-  /** The `plan.topN` client IPs with the most requests in the range (all versions and classes), most first. */
+  /** Every route of the range with its figures (filtered as the records are), in no order; empty when `plan.topN` is 0. */
+  routes: StatsRoute[];
+  /** The `plan.topN` client IPs with the most requests in the range (all versions and classes), most first, then by name. */
   clientIps: StatsClient[];
   /** The same for user agents, those the plan's pattern matches left out. */
   userAgents: StatsClient[];

@@ -73,7 +73,29 @@ describe("reqlog stats", () => {
       expect.objectContaining({ route: "/api/v1/admin/hooks", statusClass: 4, figures: expect.objectContaining({ requests: "1", latencyMax: "30000" }) }),
     ]);
     // The top lists are of every version.
-    expect(reply.topUserAgent).toEqual([{ name: "git/2.43.0", requests: "6", errors: "1" }, { name: "Googlebot/2.1", requests: "1", errors: "0" }]);
+    expect(reply.topUserAgent).toEqual([
+      { name: "git/2.43.0", requests: "6", errors: "1", maxError: "0" },
+      { name: "Googlebot/2.1", requests: "1", errors: "0", maxError: "0" },
+    ]);
+  });
+
+  it("prints a row per hour with each status class's requests (--split none), or per hour and class (--split class)", async () => {
+    const { code, stdout } = await stats("--resolution", "1", "--split", "none", "--top", "0");
+    expect(code).toBe(0);
+    expect(stdout.trimEnd().split("\n")).toEqual([
+      "bucket (UTC)      requests  errors  bytes     p50     p90     p99     max  1xx  2xx  3xx  4xx  5xx  other",
+      "2026-11-18 12:00         5       1  4,000  7.51ms   240ms   240ms   250ms    0    3    0    1    1      0",
+      "2026-11-18 13:00         2       0  2,000   939µs  1.50ms  1.50ms  1.50ms    0    2    0    0    0      0",
+      "total                    7       1  6,000  3.75ms   240ms   240ms   250ms",
+      "(2026-11-18 12:00 to 2026-11-18 14:00 UTC; latency percentiles within one histogram bucket, ~19%)",
+    ]);
+    const byClass = await stats("--split", "class", "--top", "0");
+    expect(byClass.stdout.trimEnd().split("\n").slice(0, 4)).toEqual([
+      "bucket (UTC)      class  requests  errors  bytes     p50     p90     p99     max",
+      "2026-11-18 12:00  2xx           5       0  5,000  1.88ms  7.51ms  7.51ms  8.00ms",
+      "2026-11-18 12:00  4xx           1       0      0  30.0ms  30.0ms  30.0ms  30.0ms",
+      "2026-11-18 12:00  5xx           1       1  1,000   240ms   240ms   240ms   250ms",
+    ]);
   });
 
   it("reports a refused pattern and a malformed status class on stderr", async () => {

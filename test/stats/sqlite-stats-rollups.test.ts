@@ -4,10 +4,12 @@ import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { type RequestLog, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { topNamesCapacity } from "../../src/domain/top-names.js";
 import { defaultLimits } from "../../src/limits.js";
 import { planStats } from "../../src/query/stats-plan.js";
+import m004 from "../../src/store/sqlite/migrations/004-stats.js";
 import { openSqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
-import { maxNamesPerHour } from "../../src/store/sqlite/stats-rollups.js";
+import { maxNamesPerHour, statsNameKind } from "../../src/store/sqlite/stats-rollups.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
 import { useTestServer } from "../helpers/test-server.js";
@@ -22,25 +24,32 @@ const distinct = (i: number, more: Parameters<typeof minimalLog>[0] = {}) =>
     urlMapEntry: `/r${i}`, userAgent: `ua-${i}`, ip: `10.1.${i >> 8}.${i & 255}`, ...more,
   });
 
+/** The tables of migration 005, each with its row count. */
+const statsTables = ["stats_names", "stats_version_hours", "stats_route_hours", "stats_hours", "stats_class_hours", "stats_route_days", "stats_agent_hours", "stats_top_names"];
 const statsRowCounts = (db: ReturnType<typeof openSqliteBackend>["db"]) =>
-  db.prepare(`SELECT (SELECT count(*) FROM stats_names) AS names, (SELECT count(*) FROM stats_hourly) AS cells,
-    (SELECT count(*) FROM stats_agents_hourly) AS agent_cells`).get();
+  Object.fromEntries(statsTables.map((t) => [t, (db.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n]));
 
 describe("SQLite stats rollups", () => {
   const ts = useTestServer();
 
-  it(`keeps at most ${maxNamesPerHour} routes, user agents and client IPs of an hour apart; the rest count together, unnamed`, async () => {
+  it(`keeps at most ${maxNamesPerHour} routes and user agents of an hour apart (the rest count together, unnamed) and ${topNamesCapacity} client IPs in each summary`, async () => {
     const n = maxNamesPerHour + 5;
     const logs = Array.from({ length: n }, (_, i) => distinct(i));
     for (let i = 0; i < n; i += 1000) await ts.write(...logs.slice(i, i + 1000));
     const kinds = () => ts.db.prepare("SELECT kind, count(*) AS n, sum(name IS NULL) AS overflow FROM stats_names GROUP BY kind").all();
-    expect(kinds()).toEqual([0, 1, 2].map((kind) => ({ kind, n: maxNamesPerHour + 1, overflow: 1 })));
+    const full = [statsNameKind.route, statsNameKind.agent, statsNameKind.routeDay].map((kind) => ({ kind, n: maxNamesPerHour + 1, overflow: 1 }));
+    expect(kinds()).toEqual(full);
 
     const reply = await ts.client.stats({ appId: "forge", resolutionHours: 0, topN: 2 });
     expect(reply.record).toHaveLength(maxNamesPerHour + 1);
     const unnamed = reply.record.at(-1)!;
     expect([unnamed.route, unnamed.figures!.requests]).toEqual(["", 5n]);
-    expect(reply.topClientIp.map((c) => [c.name, c.requests])).toEqual([["", 5n], ["10.1.0.0", 1n]]);
+    // Each IP made one request: the summaries of the hour and the day hold 100 of them, with estimates within max_error of 1.
+    expect(reply.topClientIp).toHaveLength(2);
+    for (const c of reply.topClientIp) {
+      expect(c.maxError).toBeGreaterThan(0n);
+      expect(c.requests - c.maxError <= 1n && 1n <= c.requests + c.maxError).toBe(true);
+    }
     // A bot pattern sees only the user agents with a row of their own.
     const noBots = await ts.client.stats({ appId: "forge", resolutionHours: 0, excludeUserAgentRegex: "^ua-(0|1004)$" });
     expect(Number(noBots.total!.requests)).toBe(n - 1);
@@ -48,13 +57,13 @@ describe("SQLite stats rollups", () => {
     // A name keeps its row while its hour counts requests: a newcomer still counts unnamed.
     expect(await ts.backend.maintenance.expire(h0 + 11n, 10, never)).toBe(1);
     await ts.write(distinct(n + 1));
-    expect(kinds()).toEqual([0, 1, 2].map((kind) => ({ kind, n: maxNamesPerHour + 1, overflow: 1 })));
-    const after = await ts.client.stats({ appId: "forge", resolutionHours: 0, topN: 1 });
-    expect(after.topUserAgent.map((c) => [c.name, c.requests])).toEqual([["", 6n]]);
+    expect(kinds()).toEqual(full);
+    const after = await ts.client.stats({ appId: "forge", resolutionHours: 0, topN: 0 });
+    expect([after.record.at(-1)!.route, after.record.at(-1)!.figures!.requests]).toEqual(["", 6n]);
 
     // An hour that counts nothing any more leaves no rollup rows behind.
     await ts.backend.maintenance.expire(h0 + 3_600_000_000n, 10_000, never);
-    expect(statsRowCounts(ts.db)).toEqual({ names: 0, cells: 0, agent_cells: 0 });
+    expect(statsRowCounts(ts.db)).toEqual(Object.fromEntries(statsTables.map((t) => [t, 0])));
   });
 
   it("answers from the rollups alone: request rows deleted behind the store's back change nothing", async () => {
@@ -65,7 +74,7 @@ describe("SQLite stats rollups", () => {
   });
 });
 
-describe("migration 004 on a database with requests", () => {
+describe("migration 005 on a database with 004's stats", () => {
   it("counts the finished requests stored before it once, when the backend next opens", async () => {
     const folder = mkdtempSync(join(tmpdir(), "reqlog-stats-"));
     const open = () => openSqliteBackend({ path: join(folder, "reqlog.db"), readWorkers: 0, now: () => h0 });
@@ -76,16 +85,22 @@ describe("migration 004 on a database with requests", () => {
     let backend = open();
     try {
       await write(backend, [
-        ...Array.from({ length: 30 }, (_, i) => distinct(i % 7, { requestId: rid(`m${i}`), versionId: `v${i % 2}`, latency: BigInt(i * 997) })),
+        // Over two days, so that day rollups are made too.
+        ...Array.from({ length: 30 }, (_, i) =>
+          distinct(i % 7, { requestId: rid(`m${i}`), versionId: `v${i % 2}`, latency: BigInt(i * 997), endTime: h0 + BigInt(i) * 3_000_000_000n }),
+        ),
         minimalLog({ requestId: rid("running"), finished: false }),
       ]);
       const expected = await statsOf(backend);
       expect(expected.records.length).toBeGreaterThan(0);
-      // As a database written before migration 004 looks once it has run: empty rollups and the marker.
-      backend.db.exec(`DELETE FROM stats_names; DELETE FROM stats_hourly; DELETE FROM stats_agents_hourly;
-        INSERT INTO meta (key, value) VALUES ('stats_backfill', 1);`);
+      expect(statsRowCounts(backend.db).stats_route_days).toBeGreaterThan(0);
+      // As a database at migration 004 looks: 004's tables (without 005's), user_version 4.
+      backend.db.exec(statsTables.map((t) => `DROP TABLE ${t};`).join("\n"));
+      backend.db.exec(m004);
+      backend.db.pragma("user_version = 4");
       await backend.close();
       backend = open();
+      expect(backend.db.pragma("user_version", { simple: true })).toBe(5);
       expect(await statsOf(backend)).toEqual(expected);
       expect(backend.db.prepare("SELECT count(*) AS n FROM meta WHERE key = 'stats_backfill'").get()).toEqual({ n: 0 });
       await backend.close();

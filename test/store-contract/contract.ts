@@ -25,6 +25,7 @@ import {
   RequestLogSchema,
   type StatsRequest,
   StatsRequestSchema,
+  StatsSplit,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { histogramMax, histogramOf, histogramPercentile, latencyBucket } from "../../src/domain/latency-histogram.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../src/domain/records.js";
@@ -40,7 +41,9 @@ import type {
   ChangesResult,
   Cursor,
   ReadResult,
+  StatsBucket,
   StatsRecord,
+  StatsRoute,
   Store,
   UsageBucket,
   UsageResult,
@@ -1378,14 +1381,14 @@ function describeStats(h: Harness): void {
       expect(all.records.map((r) => histogramMax(r.latency))).toEqual([500, 3000, 90_000, 2000]);
       expect([all.startHour! - hour, all.endHour! - hour]).toEqual([0, 2]);
       expect(all.clientIps).toEqual([
-        { name: "10.0.0.1", requests: 3, errors: 1 },
-        { name: "10.0.0.2", requests: 2, errors: 0 },
+        { name: "10.0.0.1", requests: 3, errors: 1, maxError: 0 },
+        { name: "10.0.0.2", requests: 2, errors: 0, maxError: 0 },
       ]);
       expect(all.userAgents).toEqual([
-        { name: "curl/8.5", requests: 4, errors: 1 },
-        { name: "Googlebot/2.1", requests: 1, errors: 0 },
+        { name: "curl/8.5", requests: 4, errors: 1, maxError: 0 },
+        { name: "Googlebot/2.1", requests: 1, errors: 0, maxError: 0 },
       ]);
-      expect(await stats({}, {}, "nobody")).toEqual({ records: [], clientIps: [], userAgents: [] });
+      expect(await stats({}, {}, "nobody")).toEqual({ records: [], buckets: [], routes: [], clientIps: [], userAgents: [] });
     });
 
     it("splits by version, filters versions, status classes and time, and widens buckets", async () => {
@@ -1419,14 +1422,14 @@ function describeStats(h: Harness): void {
         [0, 1, "/api/v1/teams/{id}", 5, 1, 1, 0, counts(90_000)],
         [1, 2, "/api/v1/teams/{id}", 2, 1, 0, 100, counts(2000)],
       ]);
-      expect(noBots.userAgents).toEqual([{ name: "curl/8.5", requests: 4, errors: 1 }]);
+      expect(noBots.userAgents).toEqual([{ name: "curl/8.5", requests: 4, errors: 1, maxError: 0 }]);
       // Client IPs are of every request of the range.
       expect(noBots.clientIps.map((c) => c.requests)).toEqual([3, 2]);
       const onlyBots = await stats({ excludeUserAgentRegex: "^curl/", topN: 1 });
       expect(onlyBots.records.map(brief)).toEqual([[0, 1, "/api/v1/teams/{id}", 2, 1, 0, 300, counts(3000)]]);
       expect(histogramMax(onlyBots.records[0]!.latency)).toBe(3000);
-      expect(onlyBots.userAgents).toEqual([{ name: "Googlebot/2.1", requests: 1, errors: 0 }]);
-      expect(onlyBots.clientIps).toEqual([{ name: "10.0.0.1", requests: 3, errors: 1 }]);
+      expect(onlyBots.userAgents).toEqual([{ name: "Googlebot/2.1", requests: 1, errors: 0, maxError: 0 }]);
+      expect(onlyBots.clientIps).toEqual([{ name: "10.0.0.1", requests: 3, errors: 1, maxError: 0 }]);
     });
 
     it("moves a request's share when it is rewritten or completed, keeps it for a late in-progress write, and drops it on expiry", async () => {
@@ -1454,13 +1457,13 @@ function describeStats(h: Harness): void {
         [2, 3, "/api/v1/teams/{id}", 2, 1, 0, 0, counts(700)],
       ]);
       expect(left.userAgents).toEqual([
-        { name: "", requests: 1, errors: 0 },
-        { name: "Googlebot/2.1", requests: 1, errors: 0 },
-        { name: "curl/8.5", requests: 1, errors: 0 },
+        { name: "", requests: 1, errors: 0, maxError: 0 },
+        { name: "Googlebot/2.1", requests: 1, errors: 0, maxError: 0 },
+        { name: "curl/8.5", requests: 1, errors: 0, maxError: 0 },
       ]);
 
       await h.backend.maintenance.expire(h0 + 10n * hourUs, 100, signal);
-      expect(await stats()).toEqual({ records: [], clientIps: [], userAgents: [] });
+      expect(await stats()).toEqual({ records: [], buckets: [], routes: [], clientIps: [], userAgents: [] });
     });
 
     it("refuses an answer of more than the plan's maxRecords records", async () => {
@@ -1500,7 +1503,7 @@ function describeStats(h: Harness): void {
           }
           // The top lists count every request of the range (user agents less the bots), most first, then by name.
           const top = (name: (f: StatsFacts) => string, keep: (f: StatsFacts) => boolean) =>
-            [...model.recount(keep, name)].map(([n, e]) => ({ name: n, requests: e.requests, errors: e.errors }))
+            [...model.recount(keep, name)].map(([n, e]) => ({ name: n, requests: e.requests, errors: e.errors, maxError: 0 }))
               .sort((a, b) => b.requests - a.requests || (a.name < b.name ? -1 : 1));
           expect(got.clientIps).toEqual(top((f) => f.ip, () => true));
           expect(got.userAgents).toEqual(top((f) => f.userAgent, (f) => !isBot(f.userAgent)));
@@ -1512,6 +1515,41 @@ function describeStats(h: Harness): void {
           expect(new Map(classes.records.map((r) => [`${r.route}/${r.statusClass}`, [r.requests, r.errors, r.bytes, r.latency.counts]]))).toEqual(
             new Map([...byRoute].map(([k, e]) => [k, [e.requests, e.errors, e.bytes, histogramOf(e.latencies).counts]])),
           );
+
+          // Each route over the range, filtered as the records are (bots, status classes).
+          const figuresOf = (groups: ReturnType<typeof model.recount>) =>
+            new Map([...groups].map(([k, e]) => [k, [e.requests, e.errors, e.bytes, histogramOf(e.latencies).counts]]));
+          const routesOf = (routes: StatsRoute[]) => new Map(routes.map((r) => [r.route, [r.requests, r.errors, r.bytes, r.latency.counts]]));
+          expect(routesOf(got.routes)).toEqual(figuresOf(model.recount((f) => !isBot(f.userAgent), (f) => f.route)));
+          expect(routesOf(classes.routes)).toEqual(figuresOf(model.recount(wanted, (f) => f.route)));
+
+          // Routes merged: hourly per status class, and per class over the range without the bots.
+          const hourly = await stats({ split: StatsSplit.CLASS, topN: 0 }, {}, app);
+          expect(hourly.routes).toEqual([]);
+          expect(new Map(hourly.records.map((r) => [`${r.startHour}/${r.statusClass}`, [r.requests, r.errors, r.bytes, r.latency.counts]]))).toEqual(
+            figuresOf(model.recount(() => true, (f) => `${f.hour}/${f.statusClass}`)),
+          );
+          expect(hourly.records.every((r) => r.route === undefined && r.endHour === r.startHour + 1)).toBe(true);
+          const noBots = await stats({ split: StatsSplit.CLASS, resolutionHours: 0, ...(query.bot !== undefined ? { excludeUserAgentRegex: query.bot } : {}) }, {}, app);
+          expect(new Map(noBots.records.map((r) => [`${r.statusClass}`, [r.requests, r.errors, r.bytes, r.latency.counts]]))).toEqual(
+            figuresOf(model.recount((f) => !isBot(f.userAgent), (f) => `${f.statusClass}`)),
+          );
+
+          // The buckets: every request of each hour, its classes counted apart; the same whether records come or not.
+          const bucketsOf = (buckets: StatsBucket[]) =>
+            new Map(buckets.map((b) => [b.startHour, [b.requests, b.errors, b.bytes, b.latency.counts, b.classRequests]]));
+          const perHour = model.recount(wanted, (f) => `${f.hour}`);
+          const classesOf = (hour: number) =>
+            [0, 1, 2, 3, 4, 5].map((c) => model.recount((f) => wanted(f) && f.statusClass === c, (f) => `${f.hour}`).get(`${hour}`)?.requests ?? 0);
+          const expectedBuckets = new Map(
+            [...perHour].map(([h, e]) => [Number(h), [e.requests, e.errors, e.bytes, histogramOf(e.latencies).counts, classesOf(Number(h))]]),
+          );
+          const series = await stats({ split: StatsSplit.NONE, statusClass: query.classes, topN: 0 }, {}, app);
+          expect(series.records).toEqual([]);
+          expect(bucketsOf(series.buckets)).toEqual(expectedBuckets);
+          expect(series.buckets.every((b) => b.endHour === b.startHour + 1)).toBe(true);
+          const withRecords = await stats({ perVersion: true, statusClass: query.classes, topN: 0 }, {}, app);
+          expect(bucketsOf(withRecords.buckets)).toEqual(expectedBuckets);
         }),
         { numRuns: 100 },
       );
@@ -1543,7 +1581,8 @@ const statsOp = fc.oneof(
       req: fc.nat(9),
       version: fc.nat(1),
       finished: fc.nat(3).map((n) => n > 0),
-      endHour: fc.nat(4),
+      // Mostly the same few hours; some a day or two on, so that ranges hold whole days (day rollups).
+      endHour: fc.oneof({ arbitrary: fc.nat(4), weight: 3 }, { arbitrary: fc.integer({ min: 5, max: 60 }), weight: 1 }),
       offset: fc.nat(3_599_999_999),
       route: fc.nat(5),
       status: fc.constantFrom(200, 201, 304, 404, 429, 500, 503, 0, 700),

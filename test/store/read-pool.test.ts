@@ -4,12 +4,14 @@ import { join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LogReadRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { LogReadRequestSchema, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
 import { createOffsetCodec } from "../../src/query/offset-codec.js";
 import { planRead } from "../../src/query/read-plan.js";
+import { planStats } from "../../src/query/stats-plan.js";
 import { Code, ReqlogError } from "../../src/reqlog-error.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
+import { createStatsReader } from "../../src/store/sqlite/sqlite-stats.js";
 import type { ReadResult } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
@@ -101,5 +103,17 @@ describe("read workers", () => {
     controller.abort();
     await expect(read).rejects.toMatchObject({ code: Code.CANCELLED });
     expect(await newestFive()).toEqual(expectedFive);
+  });
+
+  it("answers Stats on a worker as the writer's connection would, and its refusals as themselves", async () => {
+    const stats = (init: Parameters<typeof create<typeof StatsRequestSchema>>[1], max = defaultLimits.maxStatsRecords) =>
+      planStats(create(StatsRequestSchema, { appId: "forge", ...init }), { ...limits, maxStatsRecords: max });
+    const onWorker = await backend.store.stats(stats({ topN: 3, excludeUserAgentRegex: "^v" }), signal);
+    expect(onWorker.records.reduce((n, r) => n + r.requests, 0)).toBe(rows);
+    expect(onWorker).toEqual(createStatsReader(backend.db)(stats({ topN: 3, excludeUserAgentRegex: "^v" })));
+    await expect(backend.store.stats(stats({ startTime: 0n, resolutionHours: 0, perVersion: true }, 0), signal)).rejects.toMatchObject({
+      code: Code.RESOURCE_EXHAUSTED,
+      message: expect.stringMatching(/^number of Stats records .* is more than 0, over the limit max-stats-records=0/),
+    });
   });
 });

@@ -4,8 +4,8 @@ import { describe, expect, it } from "vitest";
 import {
   LogUsageRecordSchema,
   LogUsageResponseSchema,
+  StatsBucketSchema,
   StatsFiguresSchema,
-  StatsRecordSchema,
   StatsResponseSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { formatBytes } from "../../web/format.js";
@@ -85,20 +85,23 @@ describe("the dashboard's series", () => {
     ]);
   });
 
-  it("takes each bucket's figures from its own Stats answer, with gaps where a bucket has no requests", () => {
+  it("takes each bucket's figures and status classes from the Stats answer's buckets, with gaps where a bucket has no requests", () => {
     const figures = (requests: number, p99: number) =>
       create(StatsFiguresSchema, { requests: BigInt(requests), errors: 1n, bytesSent: 100n, latencyP50: 10n, latencyP90: 20n, latencyP99: BigInt(p99), latencyMax: 999n });
-    const answer = (requests: number, p99: number, classes: [number, number][]) =>
-      create(StatsResponseSchema, {
-        total: figures(requests, p99),
-        record: classes.map(([statusClass, n]) => create(StatsRecordSchema, { statusClass, figures: figures(n, p99) })),
-      });
-    const series = statsSeries(range, [answer(5, 300, [[2, 4], [5, 1]]), answer(0, 0, []), answer(2, 50, [[2, 2]])]);
+    const bucket = (hour: number, requests: number, p99: number, classes: [number, number][]) => {
+      const classRequests = [0n, 0n, 0n, 0n, 0n, 0n];
+      for (const [c, n] of classes) classRequests[c] = BigInt(n);
+      return create(StatsBucketSchema, { startTime: BigInt(h0 + hour * 3600), endTime: BigInt(h0 + (hour + 1) * 3600), figures: figures(requests, p99), classRequests });
+    };
+    // Bucket 1 has no requests (no bucket); one outside the range is left out.
+    const answer = create(StatsResponseSchema, { bucket: [bucket(0, 5, 300, [[2, 4], [5, 1]]), bucket(2, 2, 50, [[2, 2]]), bucket(7, 9, 1, [[2, 9]])] });
+    const series = statsSeries(range, answer);
     expect(series.requests).toEqual([5, 0, 2]);
     expect(series.p99).toEqual([300, null, 50]);
     expect(series.byClass[2]).toEqual([4, 0, 2]);
     expect(series.byClass[5]).toEqual([1, 0, 0]);
-    expect(series.totals).toEqual({ requests: 7, errors: 3, bytesSent: 300 });
+    expect(series.totals).toEqual({ requests: 7, errors: 2, bytesSent: 200 });
+    expect(statsSeries(range, undefined).requests).toEqual([0, 0, 0]);
   });
 });
 

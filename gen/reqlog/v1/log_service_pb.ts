@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file reqlog/v1/log_service.proto.
  */
 export const file_reqlog_v1_log_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzIvYBCgxTdGF0c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEjMKDm1vZHVsZV92ZXJzaW9uGAIgAygLMhsucmVxbG9nLnYxLkxvZ01vZHVsZVZlcnNpb24SEgoKc3RhcnRfdGltZRgDIAEoAxIQCghlbmRfdGltZRgEIAEoAxIbChByZXNvbHV0aW9uX2hvdXJzGAUgASgNOgExEhMKC3Blcl92ZXJzaW9uGAYgASgIEhQKDHN0YXR1c19jbGFzcxgHIAMoBRIgChhleGNsdWRlX3VzZXJfYWdlbnRfcmVnZXgYCCABKAkSEQoFdG9wX24YCSABKA06AjEwIpgBCgxTdGF0c0ZpZ3VyZXMSEAoIcmVxdWVzdHMYASACKAMSDgoGZXJyb3JzGAIgAigDEhIKCmJ5dGVzX3NlbnQYAyACKAMSEwoLbGF0ZW5jeV9wNTAYBCACKAMSEwoLbGF0ZW5jeV9wOTAYBSACKAMSEwoLbGF0ZW5jeV9wOTkYBiACKAMSEwoLbGF0ZW5jeV9tYXgYByACKAMiqQEKC1N0YXRzUmVjb3JkEhIKCnN0YXJ0X3RpbWUYASACKAMSEAoIZW5kX3RpbWUYAiACKAMSDQoFcm91dGUYAyABKAkSFAoMc3RhdHVzX2NsYXNzGAQgAigFEhEKCW1vZHVsZV9pZBgFIAEoCRISCgp2ZXJzaW9uX2lkGAYgASgJEigKB2ZpZ3VyZXMYByACKAsyFy5yZXFsb2cudjEuU3RhdHNGaWd1cmVzIkUKClN0YXRzUm91dGUSDQoFcm91dGUYASABKAkSKAoHZmlndXJlcxgCIAIoCzIXLnJlcWxvZy52MS5TdGF0c0ZpZ3VyZXMiPQoLU3RhdHNDbGllbnQSDAoEbmFtZRgBIAEoCRIQCghyZXF1ZXN0cxgCIAIoAxIOCgZlcnJvcnMYAyACKAMiywIKDVN0YXRzUmVzcG9uc2USJgoGcmVjb3JkGAEgAygLMhYucmVxbG9nLnYxLlN0YXRzUmVjb3JkEiYKBXRvdGFsGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcxISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEjQKFXRvcF9yb3V0ZV9ieV9yZXF1ZXN0cxgFIAMoCzIVLnJlcWxvZy52MS5TdGF0c1JvdXRlEi8KEHRvcF9yb3V0ZV9ieV9wOTkYBiADKAsyFS5yZXFsb2cudjEuU3RhdHNSb3V0ZRItCg10b3BfY2xpZW50X2lwGAcgAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50Ei4KDnRvcF91c2VyX2FnZW50GAggAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50MssECgpMb2dTZXJ2aWNlEjgKBUZsdXNoEhcucmVxbG9nLnYxLkZsdXNoUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eRJACglTZXRTdGF0dXMSGy5yZXFsb2cudjEuU2V0U3RhdHVzUmVxdWVzdBoWLmdvb2dsZS5wcm90b2J1Zi5FbXB0eRI9CgRSZWFkEhkucmVxbG9nLnYxLkxvZ1JlYWRSZXF1ZXN0GhoucmVxbG9nLnYxLkxvZ1JlYWRSZXNwb25zZRJACgVVc2FnZRIaLnJlcWxvZy52MS5Mb2dVc2FnZVJlcXVlc3QaGy5yZXFsb2cudjEuTG9nVXNhZ2VSZXNwb25zZRI6CgVXcml0ZRIXLnJlcWxvZy52MS5Xcml0ZVJlcXVlc3QaGC5yZXFsb2cudjEuV3JpdGVSZXNwb25zZRJJCgpMaXN0U3RhdHVzEhwucmVxbG9nLnYxLkxpc3RTdGF0dXNSZXF1ZXN0Gh0ucmVxbG9nLnYxLkxpc3RTdGF0dXNSZXNwb25zZRI8CgZJbmdlc3QSGC5yZXFsb2cudjEuSW5nZXN0UmVxdWVzdBoULnJlcWxvZy52MS5Jbmdlc3RBY2soATABEj8KBFRhaWwSGS5yZXFsb2cudjEuTG9nUmVhZFJlcXVlc3QaGi5yZXFsb2cudjEuTG9nUmVhZFJlc3BvbnNlMAESOgoFU3RhdHMSFy5yZXFsb2cudjEuU3RhdHNSZXF1ZXN0GhgucmVxbG9nLnYxLlN0YXRzUmVzcG9uc2U", [file_google_protobuf_empty]);
+  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzIpwCCgxTdGF0c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEjMKDm1vZHVsZV92ZXJzaW9uGAIgAygLMhsucmVxbG9nLnYxLkxvZ01vZHVsZVZlcnNpb24SEgoKc3RhcnRfdGltZRgDIAEoAxIQCghlbmRfdGltZRgEIAEoAxIbChByZXNvbHV0aW9uX2hvdXJzGAUgASgNOgExEhMKC3Blcl92ZXJzaW9uGAYgASgIEhQKDHN0YXR1c19jbGFzcxgHIAMoBRIgChhleGNsdWRlX3VzZXJfYWdlbnRfcmVnZXgYCCABKAkSEQoFdG9wX24YCSABKA06AjEwEiQKBXNwbGl0GAogASgOMhUucmVxbG9nLnYxLlN0YXRzU3BsaXQimAEKDFN0YXRzRmlndXJlcxIQCghyZXF1ZXN0cxgBIAIoAxIOCgZlcnJvcnMYAiACKAMSEgoKYnl0ZXNfc2VudBgDIAIoAxITCgtsYXRlbmN5X3A1MBgEIAIoAxITCgtsYXRlbmN5X3A5MBgFIAIoAxITCgtsYXRlbmN5X3A5ORgGIAIoAxITCgtsYXRlbmN5X21heBgHIAIoAyKpAQoLU3RhdHNSZWNvcmQSEgoKc3RhcnRfdGltZRgBIAIoAxIQCghlbmRfdGltZRgCIAIoAxINCgVyb3V0ZRgDIAEoCRIUCgxzdGF0dXNfY2xhc3MYBCACKAUSEQoJbW9kdWxlX2lkGAUgASgJEhIKCnZlcnNpb25faWQYBiABKAkSKAoHZmlndXJlcxgHIAIoCzIXLnJlcWxvZy52MS5TdGF0c0ZpZ3VyZXMiRQoKU3RhdHNSb3V0ZRINCgVyb3V0ZRgBIAEoCRIoCgdmaWd1cmVzGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcyJ5CgtTdGF0c0J1Y2tldBISCgpzdGFydF90aW1lGAEgAigDEhAKCGVuZF90aW1lGAIgAigDEigKB2ZpZ3VyZXMYAyACKAsyFy5yZXFsb2cudjEuU3RhdHNGaWd1cmVzEhoKDmNsYXNzX3JlcXVlc3RzGAQgAygDQgIQASJQCgtTdGF0c0NsaWVudBIMCgRuYW1lGAEgASgJEhAKCHJlcXVlc3RzGAIgAigDEg4KBmVycm9ycxgDIAIoAxIRCgltYXhfZXJyb3IYBCABKAMi8wIKDVN0YXRzUmVzcG9uc2USJgoGcmVjb3JkGAEgAygLMhYucmVxbG9nLnYxLlN0YXRzUmVjb3JkEiYKBXRvdGFsGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcxISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEjQKFXRvcF9yb3V0ZV9ieV9yZXF1ZXN0cxgFIAMoCzIVLnJlcWxvZy52MS5TdGF0c1JvdXRlEi8KEHRvcF9yb3V0ZV9ieV9wOTkYBiADKAsyFS5yZXFsb2cudjEuU3RhdHNSb3V0ZRItCg10b3BfY2xpZW50X2lwGAcgAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50Ei4KDnRvcF91c2VyX2FnZW50GAggAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50EiYKBmJ1Y2tldBgJIAMoCzIWLnJlcWxvZy52MS5TdGF0c0J1Y2tldCpzCgpTdGF0c1NwbGl0EhsKF1NUQVRTX1NQTElUX1VOU1BFQ0lGSUVEEAASGwoXU1RBVFNfU1BMSVRfUk9VVEVfQ0xBU1MQARIVChFTVEFUU19TUExJVF9DTEFTUxACEhQKEFNUQVRTX1NQTElUX05PTkUQAzLLBAoKTG9nU2VydmljZRI4CgVGbHVzaBIXLnJlcWxvZy52MS5GbHVzaFJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkSQAoJU2V0U3RhdHVzEhsucmVxbG9nLnYxLlNldFN0YXR1c1JlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkSPQoEUmVhZBIZLnJlcWxvZy52MS5Mb2dSZWFkUmVxdWVzdBoaLnJlcWxvZy52MS5Mb2dSZWFkUmVzcG9uc2USQAoFVXNhZ2USGi5yZXFsb2cudjEuTG9nVXNhZ2VSZXF1ZXN0GhsucmVxbG9nLnYxLkxvZ1VzYWdlUmVzcG9uc2USOgoFV3JpdGUSFy5yZXFsb2cudjEuV3JpdGVSZXF1ZXN0GhgucmVxbG9nLnYxLldyaXRlUmVzcG9uc2USSQoKTGlzdFN0YXR1cxIcLnJlcWxvZy52MS5MaXN0U3RhdHVzUmVxdWVzdBodLnJlcWxvZy52MS5MaXN0U3RhdHVzUmVzcG9uc2USPAoGSW5nZXN0EhgucmVxbG9nLnYxLkluZ2VzdFJlcXVlc3QaFC5yZXFsb2cudjEuSW5nZXN0QWNrKAEwARI/CgRUYWlsEhkucmVxbG9nLnYxLkxvZ1JlYWRSZXF1ZXN0GhoucmVxbG9nLnYxLkxvZ1JlYWRSZXNwb25zZTABEjoKBVN0YXRzEhcucmVxbG9nLnYxLlN0YXRzUmVxdWVzdBoYLnJlcWxvZy52MS5TdGF0c1Jlc3BvbnNl", [file_google_protobuf_empty]);
 
 /**
  * The error codes a failed call carries, as the reason of a google.rpc.ErrorInfo
@@ -1009,6 +1009,14 @@ export type StatsRequest = Message<"reqlog.v1.StatsRequest"> & {
    * @generated from field: optional uint32 top_n = 9 [default = 10];
    */
   topN: number;
+
+  /**
+   * What the records are split by; unset: route and status class. The
+   * buckets, the total and the top lists are the same whatever the split.
+   *
+   * @generated from field: optional reqlog.v1.StatsSplit split = 10;
+   */
+  split: StatsSplit;
 };
 
 /**
@@ -1100,7 +1108,8 @@ export type StatsRecord = Message<"reqlog.v1.StatsRecord"> & {
   /**
    * url_map_entry, or where that is empty the path with its ids (numbers,
    * hex ids, UUIDs) written {id} and its query string dropped. Unset: routes
-   * beyond the per-hour bound on distinct routes, counted together.
+   * beyond the per-hour bound on distinct routes, counted together; with
+   * split STATS_SPLIT_CLASS always unset (every route merged).
    *
    * @generated from field: optional string route = 3;
    */
@@ -1165,29 +1174,88 @@ export const StatsRouteSchema: GenMessage<StatsRoute> = /*@__PURE__*/
   messageDesc(file_reqlog_v1_log_service, 25);
 
 /**
+ * One time bucket: every route, status class and version the filters keep,
+ * merged (so its percentiles are those of all its requests).
+ *
+ * @generated from message reqlog.v1.StatsBucket
+ */
+export type StatsBucket = Message<"reqlog.v1.StatsBucket"> & {
+  /**
+   * Seconds since the epoch: start inclusive, end exclusive.
+   *
+   * @generated from field: required int64 start_time = 1;
+   */
+  startTime: bigint;
+
+  /**
+   * @generated from field: required int64 end_time = 2;
+   */
+  endTime: bigint;
+
+  /**
+   * @generated from field: required reqlog.v1.StatsFigures figures = 3;
+   */
+  figures?: StatsFigures | undefined;
+
+  /**
+   * The requests of each status class, indexed by class: other (a status
+   * outside 100..599), 1xx, 2xx, 3xx, 4xx, 5xx. Always six numbers.
+   *
+   * @generated from field: repeated int64 class_requests = 4 [packed = true];
+   */
+  classRequests: bigint[];
+};
+
+/**
+ * Describes the message reqlog.v1.StatsBucket.
+ * Use `create(StatsBucketSchema)` to create a new message.
+ */
+export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 26);
+
+/**
  * A client IP or user agent and how many of the requests it made.
+ *
+ * Top lists are counted in bounded summaries (Space-Saving, 100 names per
+ * hour and per day of each app), not per request: a name's counts are exact
+ * while every hour and day of the range had at most 100 distinct names of
+ * its kind, and otherwise within max_error of the exact count. A name that
+ * made more than a hundredth of an hour's (or day's) requests is always
+ * counted in that hour's (day's) summary.
  *
  * @generated from message reqlog.v1.StatsClient
  */
 export type StatsClient = Message<"reqlog.v1.StatsClient"> & {
   /**
-   * Unset: names beyond the per-hour bound on distinct names, counted together.
+   * Always set (servers before the summaries left it unset for names beyond
+   * a per-hour bound, counted together).
    *
    * @generated from field: optional string name = 1;
    */
   name: string;
 
   /**
+   * An estimate: at most max_error from the exact count.
+   *
    * @generated from field: required int64 requests = 2;
    */
   requests: bigint;
 
   /**
-   * Requests answered with status 500 to 599.
+   * Requests answered with status 500 to 599: exact when max_error is 0,
+   * otherwise at most the exact count (errors made while the name was not
+   * in a summary are not counted).
    *
    * @generated from field: required int64 errors = 3;
    */
   errors: bigint;
+
+  /**
+   * How far requests may be from the exact count, either way; 0: exact.
+   *
+   * @generated from field: optional int64 max_error = 4;
+   */
+  maxError: bigint;
 };
 
 /**
@@ -1195,7 +1263,7 @@ export type StatsClient = Message<"reqlog.v1.StatsClient"> & {
  * Use `create(StatsClientSchema)` to create a new message.
  */
 export const StatsClientSchema: GenMessage<StatsClient> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 26);
+  messageDesc(file_reqlog_v1_log_service, 27);
 
 /**
  * Request statistics, by time bucket, route and status class, and the top
@@ -1212,7 +1280,7 @@ export type StatsResponse = Message<"reqlog.v1.StatsResponse"> & {
   record: StatsRecord[];
 
   /**
-   * All the records together.
+   * Every request counted, all buckets together.
    *
    * @generated from field: required reqlog.v1.StatsFigures total = 2;
    */
@@ -1231,7 +1299,7 @@ export type StatsResponse = Message<"reqlog.v1.StatsResponse"> & {
   endTime: bigint;
 
   /**
-   * Routes with the most requests, most first.
+   * Routes with the most requests, most first (exact: from the rollups).
    *
    * @generated from field: repeated reqlog.v1.StatsRoute top_route_by_requests = 5;
    */
@@ -1258,6 +1326,14 @@ export type StatsResponse = Message<"reqlog.v1.StatsResponse"> & {
    * @generated from field: repeated reqlog.v1.StatsClient top_user_agent = 8;
    */
   topUserAgent: StatsClient[];
+
+  /**
+   * The time buckets that count any request, by start_time: one chart
+   * point each, whatever the split.
+   *
+   * @generated from field: repeated reqlog.v1.StatsBucket bucket = 9;
+   */
+  bucket: StatsBucket[];
 };
 
 /**
@@ -1265,7 +1341,49 @@ export type StatsResponse = Message<"reqlog.v1.StatsResponse"> & {
  * Use `create(StatsResponseSchema)` to create a new message.
  */
 export const StatsResponseSchema: GenMessage<StatsResponse> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 27);
+  messageDesc(file_reqlog_v1_log_service, 28);
+
+/**
+ * What the records of a Stats answer are split by, besides the time bucket
+ * (and the version, with per_version).
+ *
+ * @generated from enum reqlog.v1.StatsSplit
+ */
+export enum StatsSplit {
+  /**
+   * As STATS_SPLIT_ROUTE_CLASS.
+   *
+   * @generated from enum value: STATS_SPLIT_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A record per route and status class.
+   *
+   * @generated from enum value: STATS_SPLIT_ROUTE_CLASS = 1;
+   */
+  ROUTE_CLASS = 1,
+
+  /**
+   * A record per status class, the routes merged.
+   *
+   * @generated from enum value: STATS_SPLIT_CLASS = 2;
+   */
+  CLASS = 2,
+
+  /**
+   * No records: the buckets, the total and the top lists only.
+   *
+   * @generated from enum value: STATS_SPLIT_NONE = 3;
+   */
+  NONE = 3,
+}
+
+/**
+ * Describes the enum reqlog.v1.StatsSplit.
+ */
+export const StatsSplitSchema: GenEnum<StatsSplit> = /*@__PURE__*/
+  enumDesc(file_reqlog_v1_log_service, 0);
 
 /**
  * Stores and reads HTTP request records and their app log lines.

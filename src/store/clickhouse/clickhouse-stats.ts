@@ -1,7 +1,7 @@
-import { emptyHistogram } from "../../domain/latency-histogram.js";
+import { bucketsOf, noFigures, type StatsFigures } from "../../domain/stats-figures.js";
 import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
-import type { StatsClient, StatsRecord, StatsResult } from "../store.js";
+import type { StatsClient, StatsRecord, StatsResult, StatsRoute } from "../store.js";
 import { versionsSql } from "./plan-sql.js";
 import type { SqlClient } from "./sql-client.js";
 import { sqlInt, sqlList, sqlString } from "./sql-literal.js";
@@ -20,6 +20,15 @@ interface CellRow {
   e: string;
   s: string;
   mx: string;
+}
+
+/** Adds a cell (one latency bucket's requests) to some figures. */
+function addCell(into: StatsFigures, cell: CellRow): void {
+  into.requests += Number(cell.r);
+  into.errors += Number(cell.e);
+  into.bytes += Number(cell.s);
+  into.latency.counts.set(cell.bucket, (into.latency.counts.get(cell.bucket) ?? 0) + Number(cell.r));
+  into.latency.max = Math.max(into.latency.max, Number(cell.mx));
 }
 
 /** By start hour, route, status class, module and version. */
@@ -41,7 +50,7 @@ const recordOrder = (a: StatsRecord, b: StatsRecord) =>
 export function createStatsReader(sql: SqlClient) {
   return async function stats(plan: StatsPlan, signal: AbortSignal): Promise<StatsResult> {
     const app = sqlString(plan.appId);
-    const empty: StatsResult = { records: [], startHour: plan.startHour, endHour: plan.endHour, clientIps: [], userAgents: [] };
+    const empty: StatsResult = { records: [], buckets: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
     let start = plan.startHour;
     let end = plan.endHour;
     if (start === undefined || end === undefined) {
@@ -73,14 +82,18 @@ export function createStatsReader(sql: SqlClient) {
     if (plan.versions) where.push(versionsSql(plan.versions, "module", "version"));
     if (plan.statusClasses) where.push(`status_class IN ${sqlList(plan.statusClasses.map((c) => sqlInt(c)))}`);
     const width = plan.resolutionHours === 0 ? end - start : plan.resolutionHours;
-    const cells = await sql.rows<CellRow>(
-      `SELECT intDiv(hour - ${sqlInt(start)}, ${sqlInt(width)}) AS b, route, status_class AS c,
-         ${plan.perVersion ? "module AS m, version AS v" : "'' AS m, '' AS v"}, bucket,
-         sumMerge(requests) AS r, sumMerge(errors) AS e, sumMerge(bytes) AS s, maxMerge(max_latency) AS mx
-       FROM stats_hourly WHERE ${where.join(" AND ")}${notBots("agent")}
-       GROUP BY b, route, c, m, v, bucket HAVING r != 0`,
-      signal,
-    );
+    /** The cells summed by bucket (or over the range), route (or not), status class and version (or not), per latency bucket. */
+    const cellsBy = (bucketed: boolean, byRoute: boolean, byClassAndVersion: boolean) =>
+      sql.rows<CellRow>(
+        `SELECT ${bucketed ? `intDiv(hour - ${sqlInt(start)}, ${sqlInt(width)})` : "0"} AS b, ${byRoute ? "route" : "''"} AS route,
+           ${byClassAndVersion ? "status_class" : "0"} AS c,
+           ${byClassAndVersion && plan.perVersion ? "module AS m, version AS v" : "'' AS m, '' AS v"}, bucket,
+           sumMerge(requests) AS r, sumMerge(errors) AS e, sumMerge(bytes) AS s, maxMerge(max_latency) AS mx
+         FROM stats_hourly WHERE ${where.join(" AND ")}${notBots("agent")}
+         GROUP BY b, route, c, m, v, bucket HAVING r != 0`,
+        signal,
+      );
+    const cells = await cellsBy(true, plan.byRoute, true);
 
     const records = new Map<string, StatsRecord>();
     for (const cell of cells) {
@@ -92,21 +105,21 @@ export function createStatsReader(sql: SqlClient) {
         record = {
           startHour,
           endHour: Math.min(startHour + width, end),
-          route: cell.route,
+          ...(plan.byRoute ? { route: cell.route } : {}),
           statusClass: cell.c,
           ...(plan.perVersion ? { moduleId: cell.m, versionId: cell.v } : {}),
-          requests: 0,
-          errors: 0,
-          bytes: 0,
-          latency: emptyHistogram(),
+          ...noFigures(),
         };
         records.set(key, record);
       }
-      record.requests += Number(cell.r);
-      record.errors += Number(cell.e);
-      record.bytes += Number(cell.s);
-      record.latency.counts.set(cell.bucket, (record.latency.counts.get(cell.bucket) ?? 0) + Number(cell.r));
-      record.latency.max = Math.max(record.latency.max, Number(cell.mx));
+      addCell(record, cell);
+    }
+
+    const routes = new Map<string, StatsRoute>();
+    for (const cell of plan.topN > 0 ? await cellsBy(false, true, false) : []) {
+      let route = routes.get(cell.route);
+      if (!route) routes.set(cell.route, (route = { route: cell.route, ...noFigures() }));
+      addCell(route, cell);
     }
 
     /** The `plan.topN` names of a kind with the most requests in the range, most first, then by name. */
@@ -119,14 +132,17 @@ export function createStatsReader(sql: SqlClient) {
         signal,
       );
       return rows
-        .map((row) => ({ name: row.name, requests: Number(row.r), errors: Number(row.e) }))
+        .map((row) => ({ name: row.name, requests: Number(row.r), errors: Number(row.e), maxError: 0 }))
         .sort((a, b) => b.requests - a.requests || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     };
 
+    const ordered = [...records.values()].sort(recordOrder);
     return {
-      records: [...records.values()].sort(recordOrder),
+      records: plan.records ? ordered : [],
+      buckets: bucketsOf(ordered),
       startHour: start,
       endHour: end,
+      routes: [...routes.values()],
       clientIps: await top(clientKind.ip, ""),
       userAgents: await top(clientKind.agent, notBots("name")),
     };

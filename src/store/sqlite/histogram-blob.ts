@@ -1,34 +1,39 @@
-import type { LatencyHistogram } from "../../domain/latency-histogram.js";
+import { createVarintWriter } from "./varint.js";
 
 /**
  * A latency histogram's counts as a column value: (bucket index − previous
  * index, count) pairs as unsigned LEB128 varints, buckets ascending. A
  * typical hour of one route takes a few dozen bytes. Counts of 0 or below
  * are left out (a row whose requests reach 0 is deleted instead).
+ *
+ * The counts come as a Map (bucket → count) or dense (index = bucket), as
+ * the writer keeps them.
  */
-export function encodeHistogram(counts: ReadonlyMap<number, number>): Buffer {
-  const buckets = [...counts.keys()].filter((b) => counts.get(b)! > 0).sort((a, b) => a - b);
-  const bytes: number[] = [];
-  const varint = (n: number) => {
-    while (n >= 0x80) {
-      bytes.push((n % 0x80) | 0x80);
-      n = Math.floor(n / 0x80);
-    }
-    bytes.push(n);
-  };
+export function encodeHistogram(counts: ReadonlyMap<number, number> | Float64Array): Buffer {
+  const out = createVarintWriter();
   let previous = 0;
-  for (const bucket of buckets) {
-    varint(bucket - previous);
-    varint(counts.get(bucket)!);
+  const put = (bucket: number, count: number) => {
+    out.uint(bucket - previous);
+    out.uint(count);
     previous = bucket;
+  };
+  if (counts instanceof Float64Array) {
+    for (let bucket = 0; bucket < counts.length; bucket++) if (counts[bucket]! > 0) put(bucket, counts[bucket]!);
+  } else {
+    for (const bucket of [...counts.keys()].sort((a, b) => a - b)) if (counts.get(bucket)! > 0) put(bucket, counts.get(bucket)!);
   }
-  return Buffer.from(bytes);
+  return out.done();
 }
 
-/** Adds the counts of an encoded histogram, times `sign`, into `into`. */
-export function addEncodedHistogram(into: LatencyHistogram, blob: Uint8Array, sign: 1 | -1 = 1): void {
+/**
+ * Adds the counts of an encoded histogram, times `sign`, into dense counts
+ * (index = bucket): the decoding Stats does thousands of times a call, with
+ * nothing allocated.
+ */
+export function addEncodedCounts(into: Float64Array, blob: Uint8Array, sign: 1 | -1 = 1): void {
   let at = 0;
-  const varint = () => {
+  let bucket = 0;
+  const uint = () => {
     let n = 0;
     let scale = 1;
     for (;;) {
@@ -38,11 +43,8 @@ export function addEncodedHistogram(into: LatencyHistogram, blob: Uint8Array, si
       scale *= 0x80;
     }
   };
-  let bucket = 0;
   while (at < blob.length) {
-    bucket += varint();
-    const sum = (into.counts.get(bucket) ?? 0) + sign * varint();
-    if (sum === 0) into.counts.delete(bucket);
-    else into.counts.set(bucket, sum);
+    bucket += uint();
+    into[bucket]! += sign * uint();
   }
 }

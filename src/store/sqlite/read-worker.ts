@@ -1,7 +1,7 @@
 /**
  * A read worker (run by the piscina pool in read-pool.ts): a thread with its
- * own connection to the database file that runs Read plans, so a long scan
- * never holds the event loop (and with it the writers) back. WAL lets it read
+ * own connection to the database file that runs Read and Stats plans, so a
+ * long scan never holds the event loop (and with it the writers) back. WAL lets it read
  * while the main thread writes. It never throws: a refusal or a storage
  * failure comes back as a value, so that a rejected task means only one
  * thing to the pool: the thread died.
@@ -11,14 +11,19 @@ import Database from "better-sqlite3";
 import { workerData } from "node:worker_threads";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { ReadPlan } from "../../query/read-plan.js";
+import type { StatsPlan } from "../../query/stats-plan.js";
 import { ReqlogError } from "../../reqlog-error.js";
 import { createSqliteReader } from "./sqlite-reader.js";
+import { createStatsReader } from "./sqlite-stats.js";
+import { type PackedStats, packStats } from "./stats-result-codec.js";
 
-export interface ReadTask {
-  plan: ReadPlan;
-  /** Set to 1 by the main thread when the call is cancelled. */
-  cancel: Int32Array;
-}
+export type ReadTask =
+  | {
+      plan: ReadPlan;
+      /** Set to 1 by the main thread when the call is cancelled. */
+      cancel: Int32Array;
+    }
+  | { stats: StatsPlan };
 
 export type ReadTaskResult =
   | {
@@ -28,6 +33,7 @@ export type ReadTaskResult =
       scanned?: number;
       cancelled?: boolean;
     }
+  | { stats: PackedStats }
   | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
   | { error: { message: string; code?: string } };
 
@@ -36,10 +42,12 @@ const db = new Database(path, { fileMustExist: true });
 db.pragma("busy_timeout = 5000");
 db.pragma("query_only = ON");
 const reader = createSqliteReader(db);
+const stats = createStatsReader(db);
 
-export default function read({ plan, cancel }: ReadTask): ReadTaskResult {
+export default function read(task: ReadTask): ReadTaskResult {
   try {
-    const result = reader.read(plan, cancel);
+    if ("stats" in task) return { stats: packStats(stats(task.stats)) };
+    const result = reader.read(task.plan, task.cancel);
     return {
       records: result.records.map((r) => ({ bytes: toBinary(RequestLogSchema, r.log), cursor: r.cursor })),
       next: result.next,

@@ -1,30 +1,41 @@
 import type Database from "better-sqlite3";
-import { emptyHistogram, type LatencyHistogram } from "../../domain/latency-histogram.js";
+import { emptyHistogram, latencyBucketCount } from "../../domain/latency-histogram.js";
+import { bucketsOf, statusClassCount } from "../../domain/stats-figures.js";
+import { type TopNames, topNamesOf } from "../../domain/top-names.js";
 import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
-import type { StatsClient, StatsRecord, StatsResult } from "../store.js";
-import { addEncodedHistogram } from "./histogram-blob.js";
+import type { StatsFigures, StatsRecord, StatsResult } from "../store.js";
+import { addEncodedCounts } from "./histogram-blob.js";
 import { createAppLookup } from "./keys.js";
-import { statsNameKind } from "./stats-rollups.js";
+import { dayOf, hoursPerDay, statsNameKind, topNameKind } from "./stats-rollups.js";
+import { decodeTopNames } from "./top-names-blob.js";
 
-/** A stats_hourly row, read raw (an array: building an object per row costs more than reading it). */
-type CellRow = [hour: number, routeKey: number, versionKey: number, statusClass: number, requests: number, bytes: number, maxLatency: number, latency: Buffer];
+/**
+ * A cell as every cell table is read (raw, an array: building an object per
+ * row costs more than reading it); the tables without a route or a version
+ * read 0 in its place.
+ */
+type Cell = [hour: number, routeKey: number, versionKey: number, statusClass: number, requests: number, bytes: number, maxLatency: number, latency: Buffer];
 
-/** A stats_agents_hourly row: what one user agent adds to one cell of stats_hourly. */
-interface AgentCellRow {
-  route_key: number;
-  version_key: number;
-  status_class: number;
-  requests: number;
-  bytes: number;
-  latency: Buffer;
-}
-
-/** What the user agents a bot pattern matches add to one cell of stats_hourly. */
+/** What the user agents a bot pattern matches add to one cell. */
 interface Excluded {
   requests: number;
   bytes: number;
   blobs: Buffer[];
+}
+
+/**
+ * The tables a question can be answered from, coarsest last: the cells of
+ * each version, of each route (versions merged), of each status class
+ * (routes merged too). `days` are the route cells of whole days.
+ */
+type Level = "versions" | "routes" | "classes";
+
+/** A stretch of the range read from hourly cells, or from the day cells of whole days. */
+interface Segment {
+  from: number;
+  to: number;
+  days: boolean;
 }
 
 const byName = (a: string | undefined, b: string | undefined) =>
@@ -41,30 +52,156 @@ function recordOrder(a: StatsRecord, b: StatsRecord): number {
 }
 
 /**
- * Stats from the rollups alone (migration 004): the work is one row per
- * (hour, route, version, status class) in the range, plus, with a bot
- * pattern, the rows of the user agents it matches; never a request row.
+ * The range cut into buckets of `width` hours, each read from the day cells
+ * for the whole days in it (when `days`) and from hourly cells for the rest;
+ * adjacent hourly stretches are joined.
+ */
+function segmentsOf(start: number, end: number, width: number, days: boolean): Segment[] {
+  const segments: Segment[] = [];
+  const add = (from: number, to: number, daily: boolean) => {
+    if (from >= to) return;
+    const last = segments.at(-1);
+    if (last && !last.days && !daily && last.to === from) last.to = to;
+    else segments.push({ from, to, days: daily });
+  };
+  for (let bucket = start; bucket < end; bucket += width) {
+    const bucketEnd = Math.min(bucket + width, end);
+    const firstDay = Math.ceil(bucket / hoursPerDay) * hoursPerDay;
+    const lastDay = Math.floor(bucketEnd / hoursPerDay) * hoursPerDay;
+    if (!days || firstDay >= lastDay) {
+      add(bucket, bucketEnd, false);
+    } else {
+      add(bucket, firstDay, false);
+      add(firstDay, lastDay, true);
+      add(lastDay, bucketEnd, false);
+    }
+  }
+  return segments;
+}
+
+/**
+ * Figures being summed, the latencies dense by bucket (adding a cell to an
+ * array costs less than to a Map); `figuresOf` makes them StatsFigures.
+ */
+interface Sum {
+  requests: number;
+  errors: number;
+  bytes: number;
+  max: number;
+  counts: Float64Array;
+}
+
+const newSum = (): Sum => ({ requests: 0, errors: 0, bytes: 0, max: 0, counts: new Float64Array(latencyBucketCount) });
+
+function figuresOf(sum: Sum): StatsFigures {
+  const latency = emptyHistogram();
+  latency.max = sum.max;
+  const { counts } = sum;
+  for (let bucket = 0; bucket < counts.length; bucket++) if (counts[bucket] !== 0) latency.counts.set(bucket, counts[bucket]!);
+  return { requests: sum.requests, errors: sum.errors, bytes: sum.bytes, latency };
+}
+
+/**
+ * Adds a cell, less what the excluded user agents make of it, to a sum. The
+ * cell's max may be a left-out request's: it is an upper bound all the same,
+ * which histogramMax brings within the highest bucket still in use.
+ */
+function addCell(into: Sum, cell: Cell, requests: number, bots: Excluded | undefined): void {
+  const [, , , statusClass, , bytes, maxLatency, latency] = cell;
+  into.requests += requests;
+  if (statusClass === 5) into.errors += requests;
+  into.bytes += bytes - (bots?.bytes ?? 0);
+  addEncodedCounts(into.counts, latency);
+  for (const blob of bots?.blobs ?? []) addEncodedCounts(into.counts, blob, -1);
+  if (maxLatency > into.max) into.max = maxLatency;
+}
+
+/** The longest range whose time series is answered on the calling thread (a month and a day). */
+const inlineHours = 31 * 24;
+
+/**
+ * Whether a plan reads few rows: the time series (no records) of at most a
+ * month, with nothing filtered that makes it read the hourly cells of each
+ * route, version or user agent. That is a few rows an hour and each route's
+ * days (a few thousand rows, a few ms): less than handing the call to a read
+ * worker and its answer back costs. Anything else may read hundreds of
+ * thousands of rows and runs on a worker.
+ */
+export function readsFewRows(plan: StatsPlan): boolean {
+  return (
+    !plan.records &&
+    plan.versions === undefined &&
+    !plan.perVersion &&
+    plan.excludeUserAgents === undefined &&
+    plan.startHour !== undefined &&
+    plan.endHour !== undefined &&
+    plan.endHour - plan.startHour <= inlineHours
+  );
+}
+
+/** Most top-names summaries a reader keeps decoded (a few KB each): a month's days and its ends' hours, for a few apps. */
+const maxCachedSummaries = 1024;
+
+/**
+ * Stats from the rollups alone (migration 005), from the coarsest table
+ * that answers exactly: the time series from one row per hour; a route's
+ * figures over a range from one row per day for its whole days; the top
+ * lists from one bounded summary per day (and hour, at the range's ends).
+ * Filtering versions reads the cells of each version; a bot pattern takes
+ * the rows of the user agents it matches out of the hourly cells. Never a
+ * request row. A call reads in one transaction: every figure of an answer
+ * is of the same commit.
  */
 export function createStatsReader(db: Database.Database) {
   const appKey = createAppLookup(db);
+  const cellColumns = "status_class, requests, bytes, max_latency, latency";
   const stmt = {
-    range: db.prepare("SELECT min(hour) AS first, max(hour) AS last FROM stats_names WHERE app_key = ? AND kind = ?"),
+    range: db.prepare("SELECT min(hour) AS first, max(hour) AS last FROM stats_hours WHERE app_key = ?"),
+    hours: db.prepare(`SELECT hour, 0, 0, -1, requests, bytes, max_latency, latency FROM stats_hours WHERE app_key = ? AND hour >= ? AND hour < ?`).raw(),
+    classRequests: db.prepare("SELECT hour, status_class, requests FROM stats_class_hours WHERE app_key = ? AND hour >= ? AND hour < ?").raw(),
     versions: db.prepare("SELECT id, module_id, version_id FROM versions WHERE app_key = ?"),
-    cells: db
-      .prepare(`
-        SELECT hour, route_key, version_key, status_class, requests, bytes, max_latency, latency
-        FROM stats_hourly WHERE app_key = ? AND hour >= ? AND hour < ?`)
-      .raw(),
+    cells: {
+      versions: db
+        .prepare(`SELECT hour, route_key, version_key, ${cellColumns} FROM stats_version_hours
+          WHERE app_key = ? AND version_key = ? AND hour >= ? AND hour < ?`)
+        .raw(),
+      routes: db.prepare(`SELECT hour, route_key, 0, ${cellColumns} FROM stats_route_hours WHERE app_key = ? AND hour >= ? AND hour < ?`).raw(),
+      classes: db.prepare(`SELECT hour, 0, 0, ${cellColumns} FROM stats_class_hours WHERE app_key = ? AND hour >= ? AND hour < ?`).raw(),
+      days: db.prepare(`SELECT hour, route_key, 0, ${cellColumns} FROM stats_route_days WHERE app_key = ? AND hour >= ? AND hour < ?`).raw(),
+    },
     names: db.prepare("SELECT id, hour, name FROM stats_names WHERE app_key = ? AND kind = ? AND hour >= ? AND hour < ?").raw(),
-    agentCells: db.prepare(
-      "SELECT route_key, version_key, status_class, requests, bytes, latency FROM stats_agents_hourly WHERE agent_key = ?",
-    ),
-    top: db.prepare(`
-      SELECT name, sum(requests) AS requests, sum(errors) AS errors FROM stats_names
-      WHERE app_key = ? AND kind = ? AND hour >= ? AND hour < ?
-      GROUP BY name HAVING sum(requests) > 0
-      ORDER BY requests DESC, name IS NULL, name`),
+    agentCells: db
+      .prepare("SELECT route_key, version_key, status_class, requests, bytes, latency FROM stats_agent_hours WHERE agent_key = ?")
+      .raw(),
+    topVersions: db.prepare("SELECT hour, version FROM stats_top_names WHERE app_key = ? AND kind = ? AND hours = ? AND hour >= ? AND hour < ?").raw(),
+    topSummary: db.prepare("SELECT summary FROM stats_top_names WHERE app_key = ? AND kind = ? AND hours = ? AND hour = ?").pluck(),
   };
+
+  /**
+   * Top-names summaries decoded before, with the version they were read at:
+   * the summaries of past hours and days seldom change, and decoding a
+   * month's (thousands of names) is most of a top list's cost.
+   */
+  const decoded = new Map<string, { version: number; summary: TopNames }>();
+
+  /** The summaries of one app, kind and period length in [from, to), each decoded once per version. */
+  function summariesOf(app: number, kind: number, hours: number, from: number, to: number): TopNames[] {
+    const found: TopNames[] = [];
+    for (const [hour, version] of stmt.topVersions.all(app, kind, hours, hours === 1 ? from : dayOf(from), to) as [number, number][]) {
+      const key = `${app}/${kind}/${hours}/${hour}`;
+      let known = decoded.get(key);
+      if (known?.version !== version) known = { version, summary: decodeTopNames(stmt.topSummary.get(app, kind, hours, hour) as Buffer) };
+      // Moved to the end: the summaries used last are kept longest.
+      decoded.delete(key);
+      decoded.set(key, known);
+      found.push(known.summary);
+    }
+    for (const key of decoded.keys()) {
+      if (decoded.size <= maxCachedSummaries) break;
+      decoded.delete(key);
+    }
+    return found;
+  }
 
   /** The keys of the app's versions the plan counts, with their names. */
   function versionsOf(app: number, plan: StatsPlan) {
@@ -89,39 +226,36 @@ export function createStatsReader(db: Database.Database) {
     };
   }
 
-  /** The share of each stats_hourly cell that the matched user agents make, by `hour/route/version/class`. */
-  function excludedCells(app: number, start: number, end: number, isBot: (name: string) => boolean) {
+  /** A cell's key at a level: what the excluded user agents' shares are summed by. */
+  const cellKey = (level: Level, hour: number, routeKey: number, versionKey: number, statusClass: number) =>
+    level === "versions"
+      ? `${hour}/${routeKey}/${versionKey}/${statusClass}`
+      : level === "routes"
+        ? `${hour}/${routeKey}/${statusClass}`
+        : `${hour}/${statusClass}`;
+
+  /** The share of each cell of `level` that the matched user agents make. */
+  function excludedCells(app: number, start: number, end: number, level: Level, isBot: (name: string) => boolean) {
     const excluded = new Map<string, Excluded>();
     for (const [id, hour, name] of stmt.names.all(app, statsNameKind.agent, start, end) as [number, number, string | null][]) {
       if (name === null || !isBot(name)) continue;
-      for (const c of stmt.agentCells.all(id) as AgentCellRow[]) {
-        const key = `${hour}/${c.route_key}/${c.version_key}/${c.status_class}`;
+      for (const [routeKey, versionKey, statusClass, requests, bytes, latency] of stmt.agentCells.all(id) as [number, number, number, number, number, Buffer][]) {
+        const key = cellKey(level, hour, routeKey, versionKey, statusClass);
         const e = excluded.get(key) ?? { requests: 0, bytes: 0, blobs: [] };
-        e.requests += c.requests;
-        e.bytes += c.bytes;
-        e.blobs.push(c.latency);
+        e.requests += requests;
+        e.bytes += bytes;
+        e.blobs.push(latency);
         excluded.set(key, e);
       }
     }
     return excluded;
   }
 
-  function topClients(app: number, kind: number, start: number, end: number, n: number, leaveOut: (name: string) => boolean) {
-    const top: StatsClient[] = [];
-    if (n === 0) return top;
-    for (const row of stmt.top.iterate(app, kind, start, end) as IterableIterator<{ name: string | null; requests: number; errors: number }>) {
-      if (row.name !== null && leaveOut(row.name)) continue;
-      top.push({ ...(row.name !== null ? { name: row.name } : {}), requests: row.requests, errors: row.errors });
-      if (top.length === n) break;
-    }
-    return top;
-  }
-
-  return function stats(plan: StatsPlan): StatsResult {
+  function answer(plan: StatsPlan): StatsResult {
     const app = appKey(plan.appId);
-    const empty: StatsResult = { records: [], startHour: plan.startHour, endHour: plan.endHour, clientIps: [], userAgents: [] };
+    const empty: StatsResult = { records: [], buckets: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
     if (app === undefined) return empty;
-    const stored = stmt.range.get(app, statsNameKind.route) as { first: number | null; last: number | null };
+    const stored = stmt.range.get(app) as { first: number | null; last: number | null };
     const start = plan.startHour ?? stored.first;
     const end = plan.endHour ?? (stored.last === null ? null : stored.last + 1);
     if (start === null || end === null || start >= end) return empty;
@@ -129,68 +263,130 @@ export function createStatsReader(db: Database.Database) {
     const versions = versionsOf(app, plan);
     const classes = plan.statusClasses && new Set(plan.statusClasses);
     const isBot = botTest(plan);
-    const excluded = plan.excludeUserAgents === undefined ? undefined : excludedCells(app, start, end, isBot);
-    const width = plan.resolutionHours === 0 ? end - start : plan.resolutionHours;
-    const routes = new Map<number, string | null>();
-    for (const [id, , name] of stmt.names.all(app, statsNameKind.route, start, end) as [number, number, string | null][]) {
-      routes.set(id, name);
-    }
-    const records = new Map<string, StatsRecord>();
+    const bots = plan.excludeUserAgents !== undefined;
+    const versionsMerged = plan.versions === undefined && !plan.perVersion;
+    /** The hourly table for records split `byRoute` (or not). */
+    const hourly = (byRoute: boolean): Level => (!versionsMerged ? "versions" : byRoute ? "routes" : "classes");
+    const excluded = new Map<Level, Map<string, Excluded>>();
+    const excludedAt = (level: Level) => {
+      let e = excluded.get(level);
+      if (!e) excluded.set(level, (e = bots ? excludedCells(app, start, end, level, isBot) : new Map()));
+      return e;
+    };
 
-    for (const cell of stmt.cells.iterate(app, start, end) as IterableIterator<CellRow>) {
-      const [hour, routeKey, versionKey, statusClass] = cell;
-      const version = versions.get(versionKey);
-      if (!version || (classes && !classes.has(statusClass))) continue;
-      const bots = excluded?.get(`${hour}/${routeKey}/${versionKey}/${statusClass}`);
-      const requests = cell[4] - (bots?.requests ?? 0);
-      if (requests <= 0) continue;
-      const index = Math.floor((hour - start) / width);
-      const route = routes.get(routeKey) ?? undefined;
-      const key = `${index}\u0000${route ?? "\u0000"}\u0000${statusClass}\u0000${plan.perVersion ? versionKey : ""}`;
-      let record = records.get(key);
-      if (!record) {
-        // Bounded: an open range over a year of many routes stops here, not at the end.
-        if (records.size === plan.maxRecords) throw statsTooLarge(plan.maxRecords, `more than ${plan.maxRecords}`);
-        const startHour = start + index * width;
-        record = {
-          startHour,
-          endHour: Math.min(startHour + width, end),
-          ...(route !== undefined ? { route } : {}),
-          statusClass,
-          ...(plan.perVersion ? version : {}),
-          requests: 0,
-          errors: 0,
-          bytes: 0,
-          latency: emptyHistogram(),
-        };
-        records.set(key, record);
+    /** Route names by key, loaded for the periods read. */
+    const routeNames = new Map<number, string | null>();
+    const loadNames = (kind: number, from: number, to: number) => {
+      for (const [id, , name] of stmt.names.all(app, kind, from, to) as [number, number, string | null][]) routeNames.set(id, name);
+    };
+
+    /** Each cell of the range's segments, with its requests less the excluded ones' (cells left with none are skipped). */
+    function eachCell(segments: Segment[], level: Level, withNames: boolean, visit: (cell: Cell, requests: number, bots: Excluded | undefined) => void) {
+      const minus = excludedAt(level);
+      for (const s of segments) {
+        const table = s.days ? "days" : level;
+        if (withNames) loadNames(s.days ? statsNameKind.routeDay : statsNameKind.route, s.from, s.to);
+        const rows =
+          table === "versions"
+            ? [...versions.keys()].flatMap((v) => stmt.cells.versions.all(app, v, s.from, s.to) as Cell[])
+            : (stmt.cells[table].all(app, s.from, s.to) as Cell[]);
+        for (const cell of rows) {
+          const [hour, routeKey, versionKey, statusClass, requests] = cell;
+          if (classes && !classes.has(statusClass)) continue;
+          const b = s.days ? undefined : minus.get(cellKey(level, hour, routeKey, versionKey, statusClass));
+          const left = requests - (b?.requests ?? 0);
+          if (left > 0) visit(cell, left, b);
+        }
       }
-      record.requests += requests;
-      if (statusClass === 5) record.errors += requests;
-      record.bytes += cell[5] - (bots?.bytes ?? 0);
-      addCell(record.latency, cell, bots);
     }
 
-    const ordered = [...records.values()].sort(recordOrder);
+    const width = plan.resolutionHours === 0 ? end - start : plan.resolutionHours;
+    /** A new record or bucket: bounded, so an open range over a year of many routes stops here, not at the end. */
+    const bounded = (size: number) => {
+      if (size === plan.maxRecords) throw statsTooLarge(plan.maxRecords, `more than ${plan.maxRecords}`);
+    };
+    type RecordOf = Omit<StatsRecord, keyof StatsFigures>;
+    const records = new Map<string, { record: RecordOf; sum: Sum }>();
+    const buckets = new Map<number, { startHour: number; endHour: number; classRequests: number[]; sum: Sum }>();
+    const recordLevel = hourly(plan.byRoute);
+    if (plan.records) {
+      eachCell(segmentsOf(start, end, width, recordLevel === "routes" && !bots), recordLevel, plan.byRoute, (cell, requests, b) => {
+        const [hour, routeKey, versionKey, statusClass] = cell;
+        const index = Math.floor((hour - start) / width);
+        const route = plan.byRoute ? (routeNames.get(routeKey) ?? undefined) : undefined;
+        const key = `${index}\u0000${route ?? "\u0000"}\u0000${statusClass}\u0000${plan.perVersion ? versionKey : ""}`;
+        let entry = records.get(key);
+        if (!entry) {
+          bounded(records.size);
+          const startHour = start + index * width;
+          const version = plan.perVersion ? versions.get(versionKey) : undefined;
+          const record = { startHour, endHour: Math.min(startHour + width, end), statusClass } as RecordOf;
+          if (route !== undefined) record.route = route;
+          if (version) Object.assign(record, version);
+          records.set(key, (entry = { record, sum: newSum() }));
+        }
+        addCell(entry.sum, cell, requests, b);
+      });
+    } else {
+      // The time series alone: each cell straight into its bucket (no record, so one sum a bucket).
+      const bucketOf = (hour: number) => {
+        const index = Math.floor((hour - start) / width);
+        let bucket = buckets.get(index);
+        if (!bucket) {
+          bounded(buckets.size);
+          const startHour = start + index * width;
+          const endHour = Math.min(startHour + width, end);
+          buckets.set(index, (bucket = { startHour, endHour, classRequests: new Array<number>(statusClassCount).fill(0), sum: newSum() }));
+        }
+        return bucket;
+      };
+      if (versionsMerged && !classes && !bots) {
+        // Every request counts: a row an hour, and each class's requests (numbers alone, no histogram to decode).
+        for (const cell of stmt.hours.all(app, start, end) as Cell[]) addCell(bucketOf(cell[0]).sum, cell, cell[4], undefined);
+        for (const [hour, statusClass, requests] of stmt.classRequests.all(app, start, end) as [number, number, number][]) {
+          const bucket = bucketOf(hour);
+          bucket.classRequests[statusClass]! += requests;
+          if (statusClass === 5) bucket.sum.errors += requests;
+        }
+      } else {
+        eachCell(segmentsOf(start, end, width, false), hourly(false), false, (cell, requests, b) => {
+          const bucket = bucketOf(cell[0]);
+          addCell(bucket.sum, cell, requests, b);
+          bucket.classRequests[cell[3]]! += requests;
+        });
+      }
+    }
+    const ordered = [...records.values()].map(({ record, sum }): StatsRecord => ({ ...record, ...figuresOf(sum) })).sort(recordOrder);
+
+    const routes = new Map<string | null, Sum>();
+    if (plan.topN > 0) {
+      const level = hourly(true);
+      eachCell(segmentsOf(start, end, end - start, level === "routes" && !bots), level, true, (cell, requests, b) => {
+        const name = routeNames.get(cell[1]) ?? null;
+        let sum = routes.get(name);
+        if (!sum) routes.set(name, (sum = newSum()));
+        addCell(sum, cell, requests, b);
+      });
+    }
+
+    /** The summaries of the range: whole days from the days', the hours at its ends from the hours'. */
+    const summaries = (kind: number): TopNames[] =>
+      segmentsOf(start, end, end - start, true).flatMap((s) => summariesOf(app, kind, s.days ? hoursPerDay : 1, s.from, s.to));
     return {
       records: ordered,
+      buckets: plan.records
+        ? bucketsOf(ordered)
+        : [...buckets.values()]
+            .sort((a, b) => a.startHour - b.startHour)
+            .map(({ startHour, endHour, classRequests, sum }) => ({ startHour, endHour, classRequests, ...figuresOf(sum) })),
       startHour: start,
       endHour: end,
-      clientIps: topClients(app, statsNameKind.ip, start, end, plan.topN, () => false),
-      userAgents: topClients(app, statsNameKind.agent, start, end, plan.topN, isBot),
+      routes: [...routes].map(([name, sum]) => ({ ...(name !== null ? { route: name } : {}), ...figuresOf(sum) })),
+      clientIps: plan.topN > 0 ? topNamesOf(summaries(topNameKind.ip), plan.topN) : [],
+      userAgents: plan.topN > 0 ? topNamesOf(summaries(topNameKind.agent), plan.topN, isBot) : [],
     };
-  };
-}
+  }
 
-/**
- * Adds a cell's latencies, less those of the excluded user agents, to a
- * record's histogram. The cell's max may be a left-out request's: it is an
- * upper bound all the same, which histogramMax brings within the highest
- * bucket still in use.
- */
-function addCell(into: LatencyHistogram, [, , , , , , maxLatency, latency]: CellRow, bots: Excluded | undefined): void {
-  addEncodedHistogram(into, latency);
-  for (const blob of bots?.blobs ?? []) addEncodedHistogram(into, blob, -1);
-  if (maxLatency > into.max) into.max = maxLatency;
+  const inSnapshot = db.transaction(answer);
+  return (plan: StatsPlan): StatsResult => inSnapshot(plan);
 }
-

@@ -5,7 +5,7 @@ import { decodePosition, encodePosition } from "./cursor.js";
 import type { ReadPool } from "./read-pool.js";
 import type { RequestWriter } from "./request-writer.js";
 import type { SqliteReader } from "./sqlite-reader.js";
-import { createStatsReader } from "./sqlite-stats.js";
+import { createStatsReader, readsFewRows } from "./sqlite-stats.js";
 import { createUsageReader } from "./sqlite-usage.js";
 import { guarded, throwIfCancelled } from "./storage-error.js";
 
@@ -17,7 +17,7 @@ export interface SqliteStoreParts {
   now: Clock;
   change: RunChange;
   writer: RequestWriter;
-  /** Reads on the writer's connection: Tail's changes, records by id, and Reads when there is no pool. */
+  /** Reads on the writer's connection: Tail's changes, records by id, and Reads and Stats when there is no pool. */
   reader: SqliteReader;
   pool: ReadPool | undefined;
   /** Listeners called after every commit. */
@@ -77,7 +77,9 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
     },
 
     stats(plan, signal) {
-      return guarded(signal, () => stats(plan));
+      // On a worker when there are any, unless it reads a few thousand rows at most (a month's time series):
+      // a month of a busy app's route cells is read without holding the writers back.
+      return guarded(signal, () => (pool && !readsFewRows(plan) ? pool.stats(plan, signal) : stats(plan)));
     },
 
     changePosition(signal) {
