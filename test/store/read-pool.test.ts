@@ -4,14 +4,14 @@ import { join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LogReadRequestSchema, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { LogReadRequestSchema, StatsRequestSchema, StatsSplit } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
 import { createOffsetCodec } from "../../src/query/offset-codec.js";
 import { planRead } from "../../src/query/read-plan.js";
 import { planStats } from "../../src/query/stats-plan.js";
 import { Code, ReqlogError } from "../../src/reqlog-error.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
-import { createStatsReader } from "../../src/store/sqlite/sqlite-stats.js";
+import { createStatsReader, readsFewRows } from "../../src/store/sqlite/sqlite-stats.js";
 import type { ReadResult } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
@@ -115,5 +115,18 @@ describe("read workers", () => {
       code: Code.RESOURCE_EXHAUSTED,
       message: expect.stringMatching(/^number of Stats records .* is more than 0, over the limit max-stats-records=0/),
     });
+  });
+
+  it("leaves to the calling thread only a time series of at most a month with no per-route, version or bot work", () => {
+    const plan = (init: Parameters<typeof create<typeof StatsRequestSchema>>[1]) =>
+      planStats(create(StatsRequestSchema, { appId: "forge", startTime: 1_795_000_000n, endTime: 1_795_000_000n + 30n * 86400n, split: StatsSplit.NONE, ...init }), limits);
+    expect(readsFewRows(plan({}))).toBe(true);
+    expect(readsFewRows(plan({ statusClass: [5], topN: 0 }))).toBe(true);
+    expect(readsFewRows(plan({ split: StatsSplit.CLASS }))).toBe(false);
+    expect(readsFewRows(plan({ excludeUserAgentRegex: "bot" }))).toBe(false);
+    expect(readsFewRows(plan({ perVersion: true }))).toBe(false);
+    expect(readsFewRows(plan({ moduleVersion: [{ moduleId: "default" }] }))).toBe(false);
+    expect(readsFewRows(plan({ endTime: 1_795_000_000n + 33n * 86400n }))).toBe(false);
+    expect(readsFewRows(plan({ startTime: undefined }))).toBe(false);
   });
 });

@@ -25,12 +25,8 @@ export function encodeHistogram(counts: ReadonlyMap<number, number> | Float64Arr
   return out.done();
 }
 
-/**
- * Adds the counts of an encoded histogram, times `sign`, into dense counts
- * (index = bucket): the decoding Stats does thousands of times a call, with
- * nothing allocated.
- */
-export function addEncodedCounts(into: Float64Array, blob: Uint8Array, sign: 1 | -1 = 1): void {
+/** Calls `visit` with each (bucket, count) of an encoded histogram, buckets ascending. */
+function eachPair(blob: Uint8Array, visit: (bucket: number, count: number) => void): void {
   let at = 0;
   let bucket = 0;
   const uint = () => {
@@ -45,6 +41,23 @@ export function addEncodedCounts(into: Float64Array, blob: Uint8Array, sign: 1 |
   };
   while (at < blob.length) {
     bucket += uint();
-    into[bucket]! += sign * uint();
+    visit(bucket, uint());
   }
+}
+
+/**
+ * Adds the counts of an encoded histogram, times `sign`, into dense counts
+ * (index = bucket): what Stats does to sum thousands of cells a call.
+ */
+export function addEncodedCounts(into: Float64Array, blob: Uint8Array, sign: 1 | -1 = 1): void {
+  eachPair(blob, (bucket, count) => {
+    into[bucket]! += sign * count;
+  });
+}
+
+/** The counts of an encoded histogram as a Map (bucket → count), buckets ascending. */
+export function decodeHistogramCounts(blob: Uint8Array): Map<number, number> {
+  const counts = new Map<number, number>();
+  eachPair(blob, (bucket, count) => counts.set(bucket, count));
+  return counts;
 }

@@ -5,7 +5,7 @@ import { type TopNames, topNamesOf } from "../../domain/top-names.js";
 import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
 import type { StatsFigures, StatsRecord, StatsResult } from "../store.js";
-import { addEncodedCounts } from "./histogram-blob.js";
+import { addEncodedCounts, decodeHistogramCounts } from "./histogram-blob.js";
 import { createAppLookup } from "./keys.js";
 import { dayOf, hoursPerDay, statsNameKind, topNameKind } from "./stats-rollups.js";
 import { decodeTopNames } from "./top-names-blob.js";
@@ -80,24 +80,31 @@ function segmentsOf(start: number, end: number, width: number, days: boolean): S
 }
 
 /**
- * Figures being summed, the latencies dense by bucket (adding a cell to an
- * array costs less than to a Map); `figuresOf` makes them StatsFigures.
+ * Figures being summed. The latencies of a sum of one cell are that cell's
+ * blob, decoded once at the end (an hourly chart's buckets are one row
+ * each); from a second cell on they are summed dense by bucket (adding to
+ * an array costs less than to a Map). `figuresOf` makes them StatsFigures.
  */
 interface Sum {
   requests: number;
   errors: number;
   bytes: number;
   max: number;
-  counts: Float64Array;
+  one?: Buffer | undefined;
+  counts?: Float64Array | undefined;
 }
 
-const newSum = (): Sum => ({ requests: 0, errors: 0, bytes: 0, max: 0, counts: new Float64Array(latencyBucketCount) });
+const newSum = (): Sum => ({ requests: 0, errors: 0, bytes: 0, max: 0, one: undefined, counts: undefined });
 
 function figuresOf(sum: Sum): StatsFigures {
   const latency = emptyHistogram();
   latency.max = sum.max;
-  const { counts } = sum;
-  for (let bucket = 0; bucket < counts.length; bucket++) if (counts[bucket] !== 0) latency.counts.set(bucket, counts[bucket]!);
+  if (sum.one) {
+    latency.counts = decodeHistogramCounts(sum.one);
+  } else if (sum.counts) {
+    const { counts } = sum;
+    for (let bucket = 0; bucket < counts.length; bucket++) if (counts[bucket] !== 0) latency.counts.set(bucket, counts[bucket]!);
+  }
   return { requests: sum.requests, errors: sum.errors, bytes: sum.bytes, latency };
 }
 
@@ -111,13 +118,22 @@ function addCell(into: Sum, cell: Cell, requests: number, bots: Excluded | undef
   into.requests += requests;
   if (statusClass === 5) into.errors += requests;
   into.bytes += bytes - (bots?.bytes ?? 0);
+  if (maxLatency > into.max) into.max = maxLatency;
+  if (!into.counts && !into.one && !bots) {
+    into.one = latency;
+    return;
+  }
+  if (!into.counts) {
+    into.counts = new Float64Array(latencyBucketCount);
+    if (into.one) addEncodedCounts(into.counts, into.one);
+    into.one = undefined;
+  }
   addEncodedCounts(into.counts, latency);
   for (const blob of bots?.blobs ?? []) addEncodedCounts(into.counts, blob, -1);
-  if (maxLatency > into.max) into.max = maxLatency;
 }
 
-/** The longest range whose time series is answered on the calling thread (a month and a day). */
-const inlineHours = 31 * 24;
+/** The longest range whose time series is answered on the calling thread: a month, rounded out to hours, and some. */
+const inlineHours = 32 * 24;
 
 /**
  * Whether a plan reads few rows: the time series (no records) of at most a
