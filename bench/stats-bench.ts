@@ -12,7 +12,8 @@
  *    shapes: the time series with the top lists, which is what an ops view
  *    asks; a record per hour and status class; a record per hour, route and
  *    status class; and the time series with bots left out (the hourly cells
- *    less the bots').
+ *    less the bots'). Beside the first, a one-bucket Usage call over gRPC, the
+ *    floor any call pays on this machine at the time.
  *
  *   npm run bench:stats -- [written] [store sizes …] [--keep DIR]
  *
@@ -130,6 +131,9 @@ async function benchStats() {
     },
   ];
   const signal = new AbortController().signal;
+  /** A one-bucket Usage call per store, timed in the same turns: what any call over gRPC costs here at least. */
+  const floor: number[][] = sizes.map(() => []);
+  const usage = { appId: "forge", startTime: Number(start), endTime: Number(start) + 3600, resolutionHours: 0 };
   for (const shape of shapes) {
     const plan = planStats(shape.request, defaultLimits);
     const inStore: number[][] = sizes.map(() => []);
@@ -146,7 +150,11 @@ async function benchStats() {
         t = performance.now();
         const reply = await server.client.stats(shape.request);
         const grpcMs = performance.now() - t;
+        t = performance.now();
+        if (shape === shapes[0]) await server.client.usage(usage);
+        const usageMs = performance.now() - t;
         if (i < warmUp) continue;
+        if (shape === shapes[0]) floor[k]!.push(usageMs);
         inStore[k]!.push(storeMs);
         overGrpc[k]!.push(grpcMs);
         answer[k] =
@@ -163,6 +171,7 @@ async function benchStats() {
     };
     line("in the store (store.stats)", inStore);
     line("over gRPC (typed client)", overGrpc);
+    if (shape === shapes[0]) line("Usage of one bucket, gRPC", floor);
   }
   for (const server of servers) await server.close();
 }
