@@ -1220,8 +1220,8 @@ export const StatsBucketSchema: GenMessage<StatsBucket> = /*@__PURE__*/
  * hour and per day of each app), not per request: a name's counts are exact
  * while every hour and day of the range had at most 100 distinct names of
  * its kind, and otherwise within max_error of the exact count. A name that
- * made more than a hundredth of an hour's (or day's) requests is always
- * counted in that hour's (day's) summary.
+ * made more than a hundredth of the requests written into an hour (or day)
+ * is always in that hour's (day's) summary.
  *
  * @generated from message reqlog.v1.StatsClient
  */

@@ -1,10 +1,10 @@
 import type Database from "better-sqlite3";
 import { emptyHistogram, latencyBucketCount } from "../../domain/latency-histogram.js";
-import { bucketsOf, statusClassCount } from "../../domain/stats-figures.js";
+import { statusClassCount } from "../../domain/stats-figures.js";
 import { type TopNames, topNamesOf } from "../../domain/top-names.js";
 import { compileRegex } from "../../query/read-plan.js";
 import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
-import type { StatsFigures, StatsRecord, StatsResult } from "../store.js";
+import type { StatsBucket, StatsFigures, StatsRecord, StatsResult } from "../store.js";
 import { addEncodedCounts, decodeHistogramCounts } from "./histogram-blob.js";
 import { createAppLookup } from "./keys.js";
 import { dayOf, hoursPerDay, statsNameKind, topNameKind } from "./stats-rollups.js";
@@ -94,9 +94,13 @@ interface Sum {
   counts?: Float64Array | undefined;
 }
 
+/** The latencies records, buckets and routes are made with until setFigures gives them theirs (never changed itself). */
+const noLatency = emptyHistogram();
+
 const newSum = (): Sum => ({ requests: 0, errors: 0, bytes: 0, max: 0, one: undefined, counts: undefined });
 
-function figuresOf(sum: Sum): StatsFigures {
+/** Sets a sum's figures on `into` (a record, bucket or route made with placeholders): no object spread, thousands a call. */
+function setFigures<T extends StatsFigures>(into: T, sum: Sum): T {
   const latency = emptyHistogram();
   latency.max = sum.max;
   if (sum.one) {
@@ -105,7 +109,11 @@ function figuresOf(sum: Sum): StatsFigures {
     const { counts } = sum;
     for (let bucket = 0; bucket < counts.length; bucket++) if (counts[bucket] !== 0) latency.counts.set(bucket, counts[bucket]!);
   }
-  return { requests: sum.requests, errors: sum.errors, bytes: sum.bytes, latency };
+  into.requests = sum.requests;
+  into.errors = sum.errors;
+  into.bytes = sum.bytes;
+  into.latency = latency;
+  return into;
 }
 
 /**
@@ -321,9 +329,21 @@ export function createStatsReader(db: Database.Database) {
     const bounded = (size: number) => {
       if (size === plan.maxRecords) throw statsTooLarge(plan.maxRecords, `more than ${plan.maxRecords}`);
     };
-    type RecordOf = Omit<StatsRecord, keyof StatsFigures>;
-    const records = new Map<string, { record: RecordOf; sum: Sum }>();
-    const buckets = new Map<number, { startHour: number; endHour: number; classRequests: number[]; sum: Sum }>();
+    const records = new Map<string, { record: StatsRecord; sum: Sum }>();
+    const buckets = new Map<number, { bucket: StatsBucket; sum: Sum }>();
+    const bucketOf = (hour: number) => {
+      const index = Math.floor((hour - start) / width);
+      let entry = buckets.get(index);
+      if (!entry) {
+        if (!plan.records) bounded(buckets.size);
+        const startHour = start + index * width;
+        const endHour = Math.min(startHour + width, end);
+        const classRequests = new Array<number>(statusClassCount).fill(0);
+        const bucket: StatsBucket = { startHour, endHour, classRequests, requests: 0, errors: 0, bytes: 0, latency: noLatency };
+        buckets.set(index, (entry = { bucket, sum: newSum() }));
+      }
+      return entry;
+    };
     const recordLevel = hourly(plan.byRoute);
     if (plan.records) {
       eachCell(segmentsOf(start, end, width, recordLevel === "routes" && !bots), recordLevel, plan.byRoute, (cell, requests, b) => {
@@ -336,43 +356,34 @@ export function createStatsReader(db: Database.Database) {
           bounded(records.size);
           const startHour = start + index * width;
           const version = plan.perVersion ? versions.get(versionKey) : undefined;
-          const record = { startHour, endHour: Math.min(startHour + width, end), statusClass } as RecordOf;
+          const record: StatsRecord = { startHour, endHour: Math.min(startHour + width, end), statusClass, requests: 0, errors: 0, bytes: 0, latency: noLatency };
           if (route !== undefined) record.route = route;
           if (version) Object.assign(record, version);
           records.set(key, (entry = { record, sum: newSum() }));
         }
         addCell(entry.sum, cell, requests, b);
+        // Each bucket summed from the same cells (not from the records: merging their Maps costs more).
+        const bucket = bucketOf(hour);
+        addCell(bucket.sum, cell, requests, b);
+        bucket.bucket.classRequests[statusClass]! += requests;
       });
-    } else {
-      // The time series alone: each cell straight into its bucket (no record, so one sum a bucket).
-      const bucketOf = (hour: number) => {
-        const index = Math.floor((hour - start) / width);
-        let bucket = buckets.get(index);
-        if (!bucket) {
-          bounded(buckets.size);
-          const startHour = start + index * width;
-          const endHour = Math.min(startHour + width, end);
-          buckets.set(index, (bucket = { startHour, endHour, classRequests: new Array<number>(statusClassCount).fill(0), sum: newSum() }));
-        }
-        return bucket;
-      };
-      if (versionsMerged && !classes && !bots) {
-        // Every request counts: a row an hour, and each class's requests (numbers alone, no histogram to decode).
-        for (const cell of stmt.hours.all(app, start, end) as Cell[]) addCell(bucketOf(cell[0]).sum, cell, cell[4], undefined);
-        for (const [hour, statusClass, requests] of stmt.classRequests.all(app, start, end) as [number, number, number][]) {
-          const bucket = bucketOf(hour);
-          bucket.classRequests[statusClass]! += requests;
-          if (statusClass === 5) bucket.sum.errors += requests;
-        }
-      } else {
-        eachCell(segmentsOf(start, end, width, false), hourly(false), false, (cell, requests, b) => {
-          const bucket = bucketOf(cell[0]);
-          addCell(bucket.sum, cell, requests, b);
-          bucket.classRequests[cell[3]]! += requests;
-        });
+    } else if (versionsMerged && !classes && !bots) {
+      // Every request counts: a row an hour, and each class's requests (numbers alone, no histogram to decode).
+      for (const cell of stmt.hours.all(app, start, end) as Cell[]) addCell(bucketOf(cell[0]).sum, cell, cell[4], undefined);
+      for (const [hour, statusClass, requests] of stmt.classRequests.all(app, start, end) as [number, number, number][]) {
+        const { bucket, sum } = bucketOf(hour);
+        bucket.classRequests[statusClass]! += requests;
+        if (statusClass === 5) sum.errors += requests;
       }
+    } else {
+      // The time series of a filtered call: each cell straight into its bucket.
+      eachCell(segmentsOf(start, end, width, false), hourly(false), false, (cell, requests, b) => {
+        const { bucket, sum } = bucketOf(cell[0]);
+        addCell(sum, cell, requests, b);
+        bucket.classRequests[cell[3]]! += requests;
+      });
     }
-    const ordered = [...records.values()].map(({ record, sum }): StatsRecord => ({ ...record, ...figuresOf(sum) })).sort(recordOrder);
+    const ordered = [...records.values()].map(({ record, sum }) => setFigures(record, sum)).sort(recordOrder);
 
     const routes = new Map<string | null, Sum>();
     if (plan.topN > 0) {
@@ -390,14 +401,10 @@ export function createStatsReader(db: Database.Database) {
       segmentsOf(start, end, end - start, true).flatMap((s) => summariesOf(app, kind, s.days ? hoursPerDay : 1, s.from, s.to));
     return {
       records: ordered,
-      buckets: plan.records
-        ? bucketsOf(ordered)
-        : [...buckets.values()]
-            .sort((a, b) => a.startHour - b.startHour)
-            .map(({ startHour, endHour, classRequests, sum }) => ({ startHour, endHour, classRequests, ...figuresOf(sum) })),
+      buckets: [...buckets.values()].map(({ bucket, sum }) => setFigures(bucket, sum)).sort((a, b) => a.startHour - b.startHour),
       startHour: start,
       endHour: end,
-      routes: [...routes].map(([name, sum]) => ({ ...(name !== null ? { route: name } : {}), ...figuresOf(sum) })),
+      routes: [...routes].map(([name, sum]) => setFigures(name !== null ? { route: name, requests: 0, errors: 0, bytes: 0, latency: noLatency } : { requests: 0, errors: 0, bytes: 0, latency: noLatency }, sum)),
       clientIps: plan.topN > 0 ? topNamesOf(summaries(topNameKind.ip), plan.topN) : [],
       userAgents: plan.topN > 0 ? topNamesOf(summaries(topNameKind.agent), plan.topN, isBot) : [],
     };
