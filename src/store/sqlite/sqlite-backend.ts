@@ -13,6 +13,7 @@ import { createSqliteReader } from "./sqlite-reader.js";
 import { createSqliteStatuses } from "./sqlite-statuses.js";
 import { createSqliteStore, type RunChange } from "./sqlite-store.js";
 import { createSqliteTokens } from "./sqlite-tokens.js";
+import { createStrings } from "./strings.js";
 import { guarded } from "./storage-error.js";
 import { createWriteBatcher } from "./write-batcher.js";
 
@@ -46,6 +47,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const now = options.now ?? systemClock;
   const listeners = new Set<() => void>();
   const keys = createKeys(db);
+  const strings = createStrings(db);
   const rollups = createRollups(db);
   const batcher = createWriteBatcher(
     db,
@@ -54,6 +56,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     },
     () => {
       keys.forget();
+      strings.forget();
       rollups.discard();
     },
   );
@@ -69,6 +72,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
         } catch (err) {
           rollups.discard();
           keys.forget();
+          strings.forget();
           throw err;
         }
       }, signal),
@@ -83,7 +87,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, changeLog, rollups),
+      writer: createRequestWriter(db, keys, strings, changeLog, rollups),
       reader: createSqliteReader(db),
       pool: readPool,
       listeners,

@@ -1,0 +1,157 @@
+import type Database from "better-sqlite3";
+import { charLength, requiredStrings, type StringQuery } from "../../query/required-strings.js";
+import { ipTextSql } from "./stored-record.js";
+import { stringKind, stringToken } from "./strings.js";
+
+/**
+ * A regex Read's use of the search index: what the index can be asked
+ * (an FTS5 MATCH over request_search that every record whose combined line
+ * may match is in), and the same test as cheap SQL on the row for scans.
+ * Both are supersets: RE2 decides every match.
+ *
+ * From the strings every match contains (required-strings.ts), each
+ * string is cut at the characters that separate a derived line's fields
+ * (space, quote, brackets). A piece without them lies inside one field,
+ * the time or a fixed part (plainFields in stored-record.ts makes sure of
+ * it for every line the store derives). So a piece of three characters or
+ * more that cannot lie in the time, the fixed parts, a number, a method or
+ * an HTTP version lies in the ip, nickname or resource (whose trigrams are
+ * indexed), in a referrer or user agent (whose entries' tokens are), or in
+ * a stored line (indexed whole): the record's document has all the
+ * piece's trigrams, or one of those tokens.
+ */
+export interface SearchPlan {
+  /** FTS5 MATCH over request_search; undefined: the index cannot narrow this pattern (scan). */
+  match?: string;
+  /** An SQL test on `requests r` every possible match passes; undefined: none to make. */
+  prefilter?: string;
+  /** No text can match the pattern. */
+  none: boolean;
+}
+
+/** Trigrams asked for per piece (a subset of an AND is still implied by it). */
+const gramsPerPiece = 6;
+/** A piece in more referrers and user agents than this requires nothing of the index. */
+const maxEntriesPerPiece = 16;
+
+type Cond =
+  | { kind: "true" }
+  | { kind: "false" }
+  | { kind: "and" | "or"; args: Cond[] }
+  | { kind: "piece"; fts: string; sql: string };
+
+const yes: Cond = { kind: "true" };
+const no: Cond = { kind: "false" };
+
+function join(kind: "and" | "or", parts: Cond[]): Cond {
+  const absorbing = kind === "and" ? "false" : "true";
+  const neutral = kind === "and" ? "true" : "false";
+  if (parts.some((p) => p.kind === absorbing)) return kind === "and" ? no : yes;
+  const args = parts.filter((p) => p.kind !== neutral).flatMap((p) => (p.kind === kind ? p.args : [p]));
+  if (args.length === 0) return kind === "and" ? yes : no;
+  return args.length === 1 ? args[0]! : { kind, args };
+}
+
+const monthNames = "JanFebMarAprMayJunJulAugSepOctNovDec";
+
+/** Whether `piece` (free of separators) may lie in the time of a line (`dd/Mon/yyyy:HH:MM:SS`) or its fixed parts. */
+export function mayBeInTimeOrFixed(piece: string): boolean {
+  if ("-".includes(piece) || "+0000".includes(piece)) return true;
+  if (/[^0-9A-Za-z/:]/.test(piece)) return false;
+  const letters = piece.match(/[A-Za-z]+/g) ?? [];
+  const digits = piece.match(/[0-9]+/g) ?? [];
+  return letters.every((l) => l.length <= 3 && monthNames.includes(l)) && digits.every((d) => d.length <= 4);
+}
+
+const ftsString = (s: string) => `"${s.replaceAll('"', '""')}"`;
+const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/** Every distinct trigram of a piece. */
+function allGrams(piece: string): string[] {
+  const cps = Array.from(piece);
+  return [...new Set(cps.slice(0, cps.length - 2).map((_, i) => cps.slice(i, i + 3).join("")))];
+}
+
+/** Up to `gramsPerPiece` distinct trigrams of a piece, spread over it (the first and last always). */
+function gramsOf(piece: string): string[] {
+  const all = allGrams(piece);
+  if (all.length <= gramsPerPiece) return all;
+  return [...new Set(Array.from({ length: gramsPerPiece }, (_, k) => all[Math.round((k * (all.length - 1)) / (gramsPerPiece - 1))]!))];
+}
+
+/**
+ * Plans regex Reads on one connection. Call it inside the Read's
+ * transaction: the dictionary it looks pieces up in must be the one the
+ * Read's rows refer to.
+ */
+export function createSearchPlanner(db: Database.Database) {
+  const stmt = {
+    smallKinds: db
+      .prepare(`SELECT text FROM strings WHERE kind IN (${stringKind.method}, ${stringKind.httpVersion}) LIMIT 1001`)
+      .pluck(),
+    entries: db
+      .prepare(
+        `SELECT s.id, s.kind, s.text FROM strings_search f JOIN strings s ON s.id = f.rowid
+         WHERE strings_search MATCH ? LIMIT ${maxEntriesPerPiece * 8}`,
+      )
+      .raw(),
+  };
+
+  function piece(p: string, methods: readonly string[] | undefined): Cond {
+    if (charLength(p) < 3 || /^[0-9-]+$/.test(p) || mayBeInTimeOrFixed(p) || p.includes("\u0000")) return yes;
+    // Methods and HTTP versions are few and in every line: not worth an index entry.
+    if (!methods || methods.some((m) => m.includes(p))) return yes;
+    const grams = gramsOf(p);
+    const found = stmt.entries.all(allGrams(p).map(ftsString).join(" AND ")) as [number, number, string][];
+    if (found.length >= maxEntriesPerPiece * 8) return yes;
+    const entries = found.filter(([, , text]) => text.includes(p));
+    if (entries.length > maxEntriesPerPiece) return yes;
+    const keys = (kind: number) => entries.filter(([, k]) => k === kind).map(([id]) => id);
+    const fts = [`(${grams.map(ftsString).join(" AND ")})`, ...entries.map(([id]) => ftsString(stringToken(id)))].join(" OR ");
+    const text = sqlText(p);
+    const ip = /^[0-9.]+$/.test(p) ? `instr(${ipTextSql}, ${text})` : `(typeof(r.ip) = 'text' AND instr(r.ip, ${text}))`;
+    const derived = [`instr(r.resource, ${text})`, `instr(r.nickname, ${text})`, ip];
+    if (keys(stringKind.referrer).length > 0) derived.push(`r.referrer IN (${keys(stringKind.referrer).join(", ")})`);
+    if (keys(stringKind.userAgent).length > 0) derived.push(`r.user_agent IN (${keys(stringKind.userAgent).join(", ")})`);
+    const sql = `(CASE WHEN r.combined IS NULL THEN (${derived.join(" OR ")}) ELSE instr(r.combined, ${text}) END)`;
+    return { kind: "piece", fts: `(${fts})`, sql };
+  }
+
+  function condOf(query: StringQuery, methods: readonly string[] | undefined): Cond {
+    switch (query.op) {
+      case "all":
+        return yes;
+      case "none":
+        return no;
+      case "has":
+        return join("and", query.s.split(/[ "[\]]+/).map((p) => piece(p, methods)));
+      case "and":
+      case "or":
+        return join(query.op, query.args.map((q) => condOf(q, methods)));
+    }
+  }
+
+  const render = (c: Cond, form: "fts" | "sql"): string => {
+    switch (c.kind) {
+      case "piece":
+        return c[form];
+      case "and":
+      case "or":
+        return `(${c.args.map((a) => render(a, form)).join(form === "fts" ? ` ${c.kind.toUpperCase()} ` : ` ${c.kind} `)})`;
+      default:
+        throw new Error(`cannot render ${c.kind}`);
+    }
+  };
+
+  return {
+    plan(pattern: string): SearchPlan {
+      const methods = stmt.smallKinds.all() as string[];
+      const cond = condOf(requiredStrings(pattern), methods.length > 1000 ? undefined : methods);
+      if (cond.kind === "true") return { none: false };
+      if (cond.kind === "false") return { none: true };
+      return { match: render(cond, "fts"), prefilter: render(cond, "sql"), none: false };
+    },
+  };
+}
+
+export type SearchPlanner = ReturnType<typeof createSearchPlanner>;

@@ -1,0 +1,67 @@
+import type Database from "better-sqlite3";
+
+/**
+ * Repetitive strings (methods, HTTP versions, referrers, user agents,
+ * hosts, url map entries) are stored once, in `strings`, and rows carry
+ * their key. Keys are never reused: entries are never deleted, and a key
+ * is handed out only by a committed insert, so a key read once names the
+ * same text for good.
+ */
+export const stringKind = { method: 0, httpVersion: 1, referrer: 2, userAgent: 3, host: 4, urlMapEntry: 5 } as const;
+export type StringKind = (typeof stringKind)[keyof typeof stringKind];
+
+/**
+ * Kinds whose entries the search index names by a token in each request's
+ * document (search-doc.ts), and whose texts it indexes once, in
+ * `strings_search`, so a search finds the entries a piece of text is in.
+ */
+export function searchedKind(kind: StringKind): boolean {
+  return kind === stringKind.referrer || kind === stringKind.userAgent;
+}
+
+/**
+ * The token that stands for a string entry in the search index: three
+ * characters of the Private Use Area, one trigram. Text that happens to
+ * hold the same three characters only adds candidates, which RE2 then
+ * turns down.
+ */
+export function stringToken(key: number): string {
+  return String.fromCharCode(0xf000 + Math.floor(key / 0x1000000), 0xe000 + ((key >>> 12) & 0xfff), 0xe000 + (key & 0xfff));
+}
+
+/**
+ * Keys of strings for writes: looked up or inserted, and cached. A key
+ * inserted by a write that is then rolled back must not survive it:
+ * `forget` drops the cache whenever a write fails or a group does not
+ * commit (as keys.ts does).
+ */
+export function createStrings(db: Database.Database) {
+  const cache = new Map<string, number>();
+  const stmt = {
+    find: db.prepare("SELECT id FROM strings WHERE kind = ? AND text = ?").pluck(),
+    insert: db.prepare("INSERT INTO strings (kind, text) VALUES (?, ?)"),
+    index: db.prepare("INSERT INTO strings_search (rowid, text) VALUES (?, ?)"),
+  };
+
+  return {
+    key(kind: StringKind, text: string): number {
+      const name = `${kind}\u0000${text}`;
+      let key = cache.get(name);
+      if (key === undefined) {
+        key = stmt.find.get(kind, text) as number | undefined;
+        if (key === undefined) {
+          key = Number(stmt.insert.run(kind, text).lastInsertRowid);
+          if (searchedKind(kind)) stmt.index.run(key, text);
+        }
+        if (cache.size >= 100_000) cache.clear();
+        cache.set(name, key);
+      }
+      return key;
+    },
+    forget(): void {
+      cache.clear();
+    },
+  };
+}
+
+export type Strings = ReturnType<typeof createStrings>;
