@@ -65,12 +65,10 @@ export function combine(op: "and" | "or", parts: readonly StringQuery[]): String
   });
   const out = [...kept.map((s): StringQuery => ({ op: "has", s })), ...rest];
   if (op === "or" && rest.length === 0 && kept.length > 2) {
-    // Many strings around one shared piece ("artifacts/0" … "artifacts/9"):
-    // the piece alone, a weaker but far smaller requirement.
-    const shared = sharedEnd(kept, false);
-    const sharedTail = sharedEnd(kept, true);
-    const best = charLength(shared) >= charLength(sharedTail) ? shared : sharedTail;
-    if (charLength(best) >= minRequired) return { op: "has", s: best };
+    // Many strings around a shared start or end ("artifacts/0" … "artifacts/9"):
+    // those alone, a weaker but far smaller requirement.
+    const ends = [sharedEnd(kept, false), sharedEnd(kept, true)].filter((e) => charLength(e) >= minRequired);
+    if (ends.length > 0) return combine("and", ends.map((s): StringQuery => ({ op: "has", s })));
   }
   if (out.length === 0) return op === "and" ? all : none;
   return out.length === 1 ? out[0]! : { op, args: out };

@@ -12,6 +12,7 @@ import { workerData } from "node:worker_threads";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import { ReqlogError } from "../../reqlog-error.js";
+import type { SearchIndexUse } from "./snapshot-paging.js";
 import { createSqliteReader } from "./sqlite-reader.js";
 
 export interface ReadTask {
@@ -31,11 +32,11 @@ export type ReadTaskResult =
   | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
   | { error: { message: string; code?: string } };
 
-const { path } = workerData as { path: string };
+const { path, searchIndex } = workerData as { path: string; searchIndex: SearchIndexUse };
 const db = new Database(path, { fileMustExist: true });
 db.pragma("busy_timeout = 5000");
 db.pragma("query_only = ON");
-const reader = createSqliteReader(db);
+const reader = createSqliteReader(db, searchIndex);
 
 export default function read({ plan, cancel }: ReadTask): ReadTaskResult {
   try {

@@ -38,6 +38,13 @@ const maxCandidates = 20_000;
  */
 const scanUpTo = 2_000;
 
+/**
+ * When a regex Read asks the search index: `auto` when the index can narrow
+ * the pattern and the range is large enough to be worth it; `always`
+ * whenever it can narrow it; `never` (scan). Tests compare the two.
+ */
+export type SearchIndexUse = "auto" | "always" | "never";
+
 /** Where a page's records come from: the time index walked newest first, or the search index's candidates. */
 type Source = { kind: "scan" } | { kind: "candidates"; ids: string };
 
@@ -50,7 +57,13 @@ type Source = { kind: "scan" } | { kind: "candidates"; ids: string };
  * order), records changed since are put where they stood (their first
  * update after the snapshot), and records created since are left out.
  */
-export function createSnapshotPaging(db: Database.Database, sql: PlanSql, lines: LineLoader, budget: ScanBudget) {
+export function createSnapshotPaging(
+  db: Database.Database,
+  sql: PlanSql,
+  lines: LineLoader,
+  budget: ScanBudget,
+  searchIndex: SearchIndexUse = "auto",
+) {
   const stmt = {
     currentSeq: db.prepare(currentSeqSql).pluck().safeIntegers(true),
     movesFloor: db.prepare("SELECT value FROM meta WHERE key = 'moves_floor'").pluck().safeIntegers(true),
@@ -229,12 +242,12 @@ export function createSnapshotPaging(db: Database.Database, sql: PlanSql, lines:
    * it to few enough (undefined: scan in time order).
    */
   function candidatesOf(app: number, plan: ReadPlan, after: SqliteCursor | undefined): Source | "none" | undefined {
-    if (plan.combinedRegex === undefined) return undefined;
+    if (plan.combinedRegex === undefined || searchIndex === "never") return undefined;
     const search = sql.search(plan.combinedRegex);
     if (search.none) return "none";
     if (!search.match) return undefined;
     const range = { app, start: plan.startTime ?? -(2n ** 63n), upper: upperBound(plan, after) ?? 2n ** 63n - 1n };
-    if ((stmt.rowsInRange.get(range) as number) <= scanUpTo) return undefined;
+    if (searchIndex === "auto" && (stmt.rowsInRange.get(range) as number) <= scanUpTo) return undefined;
     const cap = Math.min(plan.budget.rows, maxCandidates);
     const ids = candidates(cap + 1).all(search.match) as number[];
     if (ids.length > cap) return undefined;

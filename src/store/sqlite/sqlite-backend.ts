@@ -10,6 +10,7 @@ import { createRequestWriter } from "./request-writer.js";
 import { createSqliteMaintenance } from "./retention.js";
 import { createRollups } from "./rollups.js";
 import { createSqliteReader } from "./sqlite-reader.js";
+import type { SearchIndexUse } from "./snapshot-paging.js";
 import { createSqliteStatuses } from "./sqlite-statuses.js";
 import { createSqliteStore, type RunChange } from "./sqlite-store.js";
 import { createSqliteTokens } from "./sqlite-tokens.js";
@@ -26,6 +27,8 @@ export interface SqliteBackendOptions {
   readWorkers?: number;
   /** The clock (µs); the system clock by default. */
   now?: Clock;
+  /** When regex Reads ask the search index (snapshot-paging.ts); `auto` by default. */
+  searchIndex?: SearchIndexUse;
 }
 
 /** The SQLite backend, with its raw handle for the CLI and for tests that look at rows. */
@@ -78,7 +81,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       }, signal),
     );
   const workers = options.readWorkers ?? defaultReadWorkers;
-  const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers) : undefined;
+  const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
   return {
     db,
@@ -88,7 +91,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       now,
       change,
       writer: createRequestWriter(db, keys, strings, changeLog, rollups),
-      reader: createSqliteReader(db),
+      reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
     }),

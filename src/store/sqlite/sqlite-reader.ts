@@ -7,7 +7,7 @@ import { createLineLoader, linesOf } from "./line-loader.js";
 import { createPlanSql } from "./plan-sql.js";
 import { rowToRequestLog } from "./stored-record.js";
 import { createScanBudget } from "./scan-budget.js";
-import { createSnapshotPaging } from "./snapshot-paging.js";
+import { createSnapshotPaging, type SearchIndexUse } from "./snapshot-paging.js";
 import { createTailChanges } from "./tail-changes.js";
 
 /** A Read page, and whether its call was cancelled while it scanned (then it is not to be answered). */
@@ -18,12 +18,12 @@ type ReadOutcome = ReadResult & { cancelled?: boolean };
  * changes and records by id. It runs on the writer's connection (Tail,
  * request ids, Reads without workers) and on each read worker's own.
  */
-export function createSqliteReader(db: Database.Database) {
+export function createSqliteReader(db: Database.Database, searchIndex: SearchIndexUse = "auto") {
   const appKey = createAppLookup(db);
   const sql = createPlanSql(db);
   const lines = createLineLoader(db);
   const budget = createScanBudget(db);
-  const paging = createSnapshotPaging(db, sql, lines, budget);
+  const paging = createSnapshotPaging(db, sql, lines, budget, searchIndex);
   const tail = createTailChanges(db, sql, lines);
   // One read transaction per Read: its statements, and the dictionary its
   // search plan looks pieces up in, all see the same committed state.
