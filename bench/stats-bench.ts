@@ -19,6 +19,7 @@ import { planStats } from "../src/query/stats-plan.js";
 import { createChangeLog } from "../src/store/sqlite/change-log.js";
 import { createKeys } from "../src/store/sqlite/keys.js";
 import { openDatabase } from "../src/store/sqlite/open-database.js";
+import { createSearchIndex } from "../src/store/sqlite/search-doc.js";
 import { createStrings } from "../src/store/sqlite/strings.js";
 import { createRequestWriter } from "../src/store/sqlite/request-writer.js";
 import { createRollups } from "../src/store/sqlite/rollups.js";
@@ -52,10 +53,11 @@ function writeRate(records: readonly PreparedRecord[], withStats: boolean): numb
   const db = openDatabase({ path: benchDbPath(withStats ? "stats-on" : "stats-off"), sync: "normal" });
   const keys = createKeys(db);
   const strings = createStrings(db);
+  const search = createSearchIndex(db);
   const changeLog = createChangeLog(db);
   const rollups = createRollups(db);
   const steps = withStats ? rollups : { ...rollups, moveStats: () => {} };
-  const writer = createRequestWriter(db, keys, strings, changeLog, steps);
+  const writer = createRequestWriter(db, keys, strings, search, changeLog, steps);
   const call = db.transaction((batch: readonly PreparedRecord[], at: bigint) => {
     for (const record of batch) writer.writeRecord(record, at);
     steps.flush();

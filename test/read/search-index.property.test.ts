@@ -8,7 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
 import type { ReadPlan } from "../../src/query/read-plan.js";
-import { searchDoc } from "../../src/store/sqlite/search-doc.js";
+import { type SearchDocColumns, searchDoc } from "../../src/store/sqlite/search-doc.js";
+import { createStopGramsReader } from "../../src/store/sqlite/stop-grams.js";
 import { createSearchPlanner } from "../../src/store/sqlite/search-query.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { createSqliteReader, type SqliteReader } from "../../src/store/sqlite/sqlite-reader.js";
@@ -74,7 +75,8 @@ describe("the search index", () => {
   beforeEach(() => {
     folder = mkdtempSync(join(tmpdir(), "reqlog-search-"));
     const path = join(folder, "reqlog.db");
-    backend = openSqliteBackend({ path, readWorkers: 0, searchIndex: "always", now: () => t0 + 10_000n });
+    // Grams in more than half of each 12 documents stop being indexed: the stop set grows during a run.
+    backend = openSqliteBackend({ path, readWorkers: 0, searchIndex: "always", now: () => t0 + 10_000n, stopGrams: { window: 12, share: 1 / 2 } });
     // The reference: the same file read by scanning, on a connection of its own.
     scanDb = new Database(path);
     scan = createSqliteReader(scanDb, "never");
@@ -133,8 +135,9 @@ describe("the search index", () => {
   // changed record's old document out (stale candidates are harmless to
   // Reads, but the re-index check sees them), when a placeholder that gets
   // its record is not indexed, when a piece's dictionary tokens are left out
-  // of the query, and when a piece that may lie in a method is asked of the
-  // index as if it were indexed.
+  // of the query, when a piece that may lie in a method is asked of the
+  // index as if it were indexed, and when a stop gram is left out of the
+  // documents of rows older than its `since`.
   it("gives every regex Read the same pages as a scan, with writes between pages, and equals a re-index of the rows", async () => {
     let narrowed = 0;
     let nonEmpty = 0;
@@ -172,38 +175,33 @@ describe("the search index", () => {
       { numRuns: 150 },
     );
     // The property says something only if the index answered often, with results.
-    expect(narrowed).toBeGreaterThan(60);
+    expect(narrowed).toBeGreaterThan(40);
     expect(nonEmpty).toBeGreaterThan(40);
-  });
+  }, 180_000);
 });
 
 /**
  * The index holds exactly the documents of the stored records: every
- * trigram of every current document finds its row, and no trigram of any
- * document finds a row whose document lacks it (a record rewritten or
- * deleted left nothing behind).
+ * token of every current document finds its row, and no token finds a row
+ * whose document lacks it (a record rewritten or deleted left nothing
+ * behind; stop grams did not change an indexed document).
  */
 function expectIndexEqualsRows(db: Database.Database): void {
-  const rows = db.prepare(`${storedRowSql} FROM requests r WHERE r.has_record = 1`).safeIntegers(true).all() as never[];
+  const stop = createStopGramsReader(db)();
+  const rows = db.prepare(`${storedRowSql} FROM requests r WHERE r.has_record = 1`).safeIntegers(true).all() as SearchDocColumns[];
   const expected = new Map<string, Set<bigint>>();
-  const gramsOf = (text: string) => {
-    const cps = Array.from(text);
-    return cps.slice(0, Math.max(0, cps.length - 2)).map((_, i) => cps.slice(i, i + 3).join(""));
-  };
   for (const row of rows) {
-    for (const column of searchDoc(row)) {
-      for (const gram of gramsOf(column)) {
-        if (!expected.has(gram)) expected.set(gram, new Set());
-        expected.get(gram)!.add((row as { id: bigint }).id);
-      }
+    for (const token of searchDoc(row, stop).tokens.split(" ").filter(Boolean)) {
+      if (!expected.has(token)) expected.set(token, new Set());
+      expected.get(token)!.add(row.id);
     }
   }
-  // Every gram the index knows of (fts5vocab lists the terms of the index, deleted ones until merged away).
+  // Every token the index knows of (fts5vocab lists them, deleted ones until merged away).
   db.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_terms USING fts5vocab(main, request_search, 'row')");
   const terms = db.prepare("SELECT term FROM temp.search_terms").pluck().all() as string[];
   const lookup = db.prepare("SELECT rowid FROM request_search WHERE request_search MATCH ?").pluck().safeIntegers(true);
-  for (const gram of new Set([...terms, ...expected.keys()])) {
-    const found = new Set(lookup.all(`"${gram.replaceAll('"', '""')}"`) as bigint[]);
-    expect([...found].sort(), `postings of ${JSON.stringify(gram)}`).toEqual([...(expected.get(gram) ?? [])].sort());
+  for (const token of new Set([...terms, ...expected.keys()])) {
+    const found = new Set(lookup.all(`"${token}"`) as bigint[]);
+    expect([...found].sort(), `postings of ${token}`).toEqual([...(expected.get(token) ?? [])].sort());
   }
 }

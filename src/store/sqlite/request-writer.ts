@@ -8,7 +8,7 @@ import type { ChangeLog } from "./change-log.js";
 import type { Keys } from "./keys.js";
 import { encodeLines, mergeLines } from "./line-blob.js";
 import { hourOf, type Rollups, type StoredRow, shareOf, statsShareOf } from "./rollups.js";
-import { createSearchDocs, docColumnsOf, type SearchDocColumns, searchDoc } from "./search-doc.js";
+import { docColumnsOf, type SearchDocColumns, type SearchIndex } from "./search-doc.js";
 import { storedRowSql } from "./sql.js";
 import { fieldColumns, recordValues } from "./stored-record.js";
 import type { Strings } from "./strings.js";
@@ -29,8 +29,6 @@ function totalsOf(lines: readonly AppLine[]): { bytes: number; maxLevel: number 
   return { bytes, maxLevel };
 }
 
-const sameDoc = (a: readonly string[], b: readonly string[]) => a.every((v, i) => v === b[i]);
-
 /**
  * Writes of request rows (with their app lines, stored-record.ts and
  * line-blob.ts) inside the caller's transaction: upserts by (app, request
@@ -39,13 +37,19 @@ const sameDoc = (a: readonly string[], b: readonly string[]) => a.every((v, i) =
  * sequence number (a new row's is its id; a changed row's is noted in
  * `updates` with where it stood).
  */
-export function createRequestWriter(db: Database.Database, keys: Keys, strings: Strings, changes: ChangeLog, rollups: Rollups) {
+export function createRequestWriter(
+  db: Database.Database,
+  keys: Keys,
+  strings: Strings,
+  search: SearchIndex,
+  changes: ChangeLog,
+  rollups: Rollups,
+) {
   const head = [
     "app_key", "version_key", "request_id", "has_record", "finished", "sort_time", "seq", "max_level", "record_bytes",
     "line_count", "line_bytes", "module_set", "finished_set",
   ];
   const recordColumns = [...head, ...fieldColumns, "lines"];
-  const search = createSearchDocs(db);
   const stmt = {
     existing: db.prepare(`${storedRowSql}, r.max_level, r.lines FROM requests r WHERE r.app_key = ? AND r.request_id = ?`).safeIntegers(true),
     // Positional parameters: binding ~30 named ones costs more than the insert.
@@ -133,18 +137,15 @@ export function createRequestWriter(db: Database.Database, keys: Keys, strings: 
         ...fields,
         merged.blob,
       ];
-      const doc = searchDoc(docColumnsOf(fields));
       if (existing) {
         changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
         stmt.update.run(...values, existing.id);
-        const old = existing.has_record === 1n ? searchDoc(existing) : undefined;
-        if (!old || !sameDoc(old, doc)) {
-          if (old) search.remove(existing.id, old);
-          search.add(existing.id, doc);
-        }
+        const doc = docColumnsOf(existing.id, fields);
+        if (existing.has_record === 1n) search.replace(existing, doc);
+        else search.add(doc, changeSeq + 1n);
       } else {
         stmt.insert.run(changeSeq, ...values);
-        search.add(changeSeq, doc);
+        search.add(docColumnsOf(changeSeq, fields), changeSeq + 1n);
       }
       rollups.move(existing && shareOf(existing), shareOf({
         app_key: BigInt(app),

@@ -3,7 +3,7 @@ import type { Clock } from "../../clock.js";
 import type { Maintenance } from "../store.js";
 import type { ChangeLog } from "./change-log.js";
 import { type Rollups, type StoredRow, shareOf, statsShareOf } from "./rollups.js";
-import { createSearchDocs, type SearchDocColumns, searchDoc } from "./search-doc.js";
+import type { SearchDocColumns, SearchIndex } from "./search-doc.js";
 import { storedRowSql } from "./sql.js";
 import type { RunChange } from "./sqlite-store.js";
 import { guarded } from "./storage-error.js";
@@ -22,8 +22,8 @@ export function createSqliteMaintenance(
   change: RunChange,
   changes: ChangeLog,
   rollups: Rollups,
+  search: SearchIndex,
 ): Maintenance {
-  const search = createSearchDocs(db);
   const stmt = {
     apps: db.prepare("SELECT id FROM apps").pluck(),
     expiring: db
@@ -42,7 +42,7 @@ export function createSqliteMaintenance(
         for (const app of stmt.apps.all() as number[]) {
           for (const row of stmt.expiring.all(app, cutoff, limit - deleted) as (StoredRow & SearchDocColumns)[]) {
             // Its `updates` stay until pruned by age: they name no other row (keys are not reused).
-            if (row.has_record === 1n) search.remove(row.id, searchDoc(row));
+            if (row.has_record === 1n) search.remove(row);
             stmt.deleteRequest.run(row.id);
             rollups.move(shareOf(row), undefined);
             rollups.moveStats(statsShareOf(row), undefined);

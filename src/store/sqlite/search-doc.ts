@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
+import { createStopGramsWriter, type StopGramRule, type StopGrams } from "./stop-grams.js";
 import { fieldColumns, ipFromSql } from "./stored-record.js";
-import { stringToken } from "./strings.js";
 
-/** The stored columns a request's search document is made from. */
+/** The stored columns a request's search document is made from (and its row id). */
 export interface SearchDocColumns {
+  id: bigint;
   ip: unknown;
   nickname: string | null;
   resource: string;
@@ -12,10 +13,11 @@ export interface SearchDocColumns {
   user_agent_key: number | bigint | null;
 }
 
-/** The document columns among a record's values (stored-record.ts recordValues). */
-export function docColumnsOf(values: readonly unknown[]): SearchDocColumns {
+/** The document columns among a record's values (stored-record.ts recordValues), for row `id`. */
+export function docColumnsOf(id: bigint, values: readonly unknown[]): SearchDocColumns {
   const at = (column: (typeof fieldColumns)[number]) => values[fieldColumns.indexOf(column)];
   return {
+    id,
     ip: at("ip"),
     nickname: at("nickname") as string | null,
     resource: at("resource") as string,
@@ -25,43 +27,82 @@ export function docColumnsOf(values: readonly unknown[]): SearchDocColumns {
   };
 }
 
-/** The columns of request_search, in the order searchDoc gives them. */
-const docColumns = "ip, nickname, resource, combined, referrer, user_agent";
+/** The distinct trigrams (three characters, code points) of a text. */
+export function trigramsOf(text: string): string[] {
+  const cps = Array.from(text);
+  const grams = new Set<string>();
+  for (let i = 0; i + 3 <= cps.length; i++) grams.add(cps[i]! + cps[i + 1]! + cps[i + 2]!);
+  return [...grams];
+}
+
+/** A trigram's token in the index: the hex of its UTF-8 bytes (one word to FTS5's ascii tokenizer). */
+export const gramToken = (gram: string) => Buffer.from(gram, "utf8").toString("hex");
+
+/** The token that stands for a string entry (strings.ts) in the index; no gram token starts with "s". */
+export const entryToken = (key: number | bigint) => `s${key.toString(16)}`;
 
 /**
- * A request's document in the search index (request_search, FTS5 with the
- * trigram tokenizer, contentless): what a combined line's pieces can be
- * looked up by. A line kept whole (`combined` stored) is indexed whole. A
- * derived line is indexed by the fields that vary: ip, nickname and
- * resource as text, referrer and user agent as the token of their string
- * entry (whose text `strings_search` indexes once). The time, method,
+ * A request's document in the search index (request_search, FTS5,
+ * contentless): what a combined line's pieces can be looked up by. A line
+ * kept whole (`combined` stored) is indexed by its trigrams. A derived line
+ * is indexed by the trigrams of the fields that vary, ip, nickname and
+ * resource, and by the token of its referrer's and user agent's string
+ * entries (whose texts `strings_search` indexes once). The time, method,
  * HTTP version, status and size are not indexed: a piece of a pattern that
- * may lie in them requires nothing of the index (search-query.ts).
+ * may lie in them requires nothing of the index (search-query.ts), and
+ * neither are the stop grams of the row's id (stop-grams.ts).
  *
- * A pure function of the stored columns: a document is taken out of the
- * contentless index by giving the same values again.
+ * Returns the document's tokens, and the trigrams its text has.
  */
-export function searchDoc(row: SearchDocColumns): string[] {
-  if (row.combined !== null) return ["", "", "", row.combined, "", ""];
-  const token = (key: number | bigint | null) => (key === null ? "" : stringToken(Number(key)));
-  return [ipFromSql(row.ip), row.nickname ?? "", row.resource, "", token(row.referrer_key), token(row.user_agent_key)];
+export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: string[] } {
+  const texts = row.combined !== null ? [row.combined] : [ipFromSql(row.ip), row.nickname ?? "", row.resource];
+  const grams = [...new Set(texts.flatMap(trigramsOf))];
+  const tokens = grams.filter((g) => !stop.stopped(g, row.id)).map(gramToken);
+  if (row.combined === null) {
+    if (row.referrer_key !== null) tokens.push(entryToken(row.referrer_key));
+    if (row.user_agent_key !== null) tokens.push(entryToken(row.user_agent_key));
+  }
+  return { tokens: tokens.join(" "), grams };
 }
 
-/** Adds and removes request documents, inside the write's transaction. */
-export function createSearchDocs(db: Database.Database) {
+/**
+ * The search index as writes keep it, inside their transaction: a row's
+ * document added, replaced or removed (a contentless index takes a document
+ * out when given the same tokens again, which searchDoc gives for the same
+ * columns and id). `forget` after a write or a group that did not commit.
+ */
+export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRule) {
+  const stop = createStopGramsWriter(db, stopGrams);
   const stmt = {
-    insert: db.prepare(`INSERT INTO request_search (rowid, ${docColumns}) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-    remove: db.prepare(`INSERT INTO request_search (request_search, rowid, ${docColumns}) VALUES ('delete', ?, ?, ?, ?, ?, ?, ?)`),
+    insert: db.prepare("INSERT INTO request_search (rowid, doc) VALUES (?, ?)"),
+    remove: db.prepare("INSERT INTO request_search (request_search, rowid, doc) VALUES ('delete', ?, ?)"),
   };
+
   return {
-    add(id: number | bigint, doc: readonly string[]): void {
-      stmt.insert.run(id, ...doc);
+    /**
+     * Indexes a row new to the index, and counts its grams for the stop
+     * grams, which may then stop some for rows from `nextId` on (above
+     * every row id given out so far).
+     */
+    add(row: SearchDocColumns, nextId: bigint): void {
+      const doc = searchDoc(row, stop.current());
+      stmt.insert.run(row.id, doc.tokens);
+      stop.observe(doc.grams, nextId);
     },
-    /** Takes out the document `add` put in (the same values). */
-    remove(id: number | bigint, doc: readonly string[]): void {
-      stmt.remove.run(id, ...doc);
+    /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
+    replace(old: SearchDocColumns, now: SearchDocColumns): void {
+      const current = stop.current();
+      const before = searchDoc(old, current).tokens;
+      const after = searchDoc(now, current).tokens;
+      if (before === after) return;
+      stmt.remove.run(old.id, before);
+      stmt.insert.run(now.id, after);
     },
+    remove(row: SearchDocColumns): void {
+      stmt.remove.run(row.id, searchDoc(row, stop.current()).tokens);
+    },
+    forget: stop.forget,
   };
 }
 
-export type SearchDocs = ReturnType<typeof createSearchDocs>;
+export type SearchIndex = ReturnType<typeof createSearchIndex>;

@@ -1,7 +1,9 @@
 import type Database from "better-sqlite3";
 import { charLength, requiredStrings, type StringQuery } from "../../query/required-strings.js";
+import { entryToken, gramToken, trigramsOf } from "./search-doc.js";
+import { createStopGramsReader, type StopGrams } from "./stop-grams.js";
 import { ipTextSql } from "./stored-record.js";
-import { stringKind, stringToken } from "./strings.js";
+import { stringKind } from "./strings.js";
 
 /**
  * A regex Read's use of the search index: what the index can be asked
@@ -66,17 +68,11 @@ export function mayBeInTimeOrFixed(piece: string): boolean {
 const ftsString = (s: string) => `"${s.replaceAll('"', '""')}"`;
 const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
-/** Every distinct trigram of a piece. */
-function allGrams(piece: string): string[] {
-  const cps = Array.from(piece);
-  return [...new Set(cps.slice(0, cps.length - 2).map((_, i) => cps.slice(i, i + 3).join("")))];
-}
-
-/** Up to `gramsPerPiece` distinct trigrams of a piece, spread over it (the first and last always). */
-function gramsOf(piece: string): string[] {
-  const all = allGrams(piece);
-  if (all.length <= gramsPerPiece) return all;
-  return [...new Set(Array.from({ length: gramsPerPiece }, (_, k) => all[Math.round((k * (all.length - 1)) / (gramsPerPiece - 1))]!))];
+/** Up to `gramsPerPiece` of a piece's trigrams that are indexed, spread over it (the first and last always). */
+function gramsOf(piece: string, stop: StopGrams): string[] {
+  const indexed = trigramsOf(piece).filter((g) => !stop.any(g));
+  if (indexed.length <= gramsPerPiece) return indexed;
+  return [...new Set(Array.from({ length: gramsPerPiece }, (_, k) => indexed[Math.round((k * (indexed.length - 1)) / (gramsPerPiece - 1))]!))];
 }
 
 /**
@@ -85,6 +81,7 @@ function gramsOf(piece: string): string[] {
  * Read's rows refer to.
  */
 export function createSearchPlanner(db: Database.Database) {
+  const stopGrams = createStopGramsReader(db);
   const stmt = {
     smallKinds: db
       .prepare(`SELECT text FROM strings WHERE kind IN (${stringKind.method}, ${stringKind.httpVersion}) LIMIT 1001`)
@@ -97,17 +94,19 @@ export function createSearchPlanner(db: Database.Database) {
       .raw(),
   };
 
-  function piece(p: string, methods: readonly string[] | undefined): Cond {
+  function piece(p: string, methods: readonly string[] | undefined, stop: StopGrams): Cond {
     if (charLength(p) < 3 || /^[0-9-]+$/.test(p) || mayBeInTimeOrFixed(p) || p.includes("\u0000")) return yes;
     // Methods and HTTP versions are few and in every line: not worth an index entry.
     if (!methods || methods.some((m) => m.includes(p))) return yes;
-    const grams = gramsOf(p);
-    const found = stmt.entries.all(allGrams(p).map(ftsString).join(" AND ")) as [number, number, string][];
+    // Its trigrams, unless all are too common to be indexed (then it may lie in any resource).
+    const grams = gramsOf(p, stop);
+    if (grams.length === 0) return yes;
+    const found = stmt.entries.all(trigramsOf(p).map(ftsString).join(" AND ")) as [number, number, string][];
     if (found.length >= maxEntriesPerPiece * 8) return yes;
     const entries = found.filter(([, , text]) => text.includes(p));
     if (entries.length > maxEntriesPerPiece) return yes;
     const keys = (kind: number) => entries.filter(([, k]) => k === kind).map(([id]) => id);
-    const fts = [`(${grams.map(ftsString).join(" AND ")})`, ...entries.map(([id]) => ftsString(stringToken(id)))].join(" OR ");
+    const fts = [`(${grams.map((g) => ftsString(gramToken(g))).join(" AND ")})`, ...entries.map(([id]) => ftsString(entryToken(id)))].join(" OR ");
     const text = sqlText(p);
     const ip = /^[0-9.]+$/.test(p) ? `instr(${ipTextSql}, ${text})` : `(typeof(r.ip) = 'text' AND instr(r.ip, ${text}))`;
     const derived = [`instr(r.resource, ${text})`, `instr(r.nickname, ${text})`, ip];
@@ -117,17 +116,17 @@ export function createSearchPlanner(db: Database.Database) {
     return { kind: "piece", fts: `(${fts})`, sql };
   }
 
-  function condOf(query: StringQuery, methods: readonly string[] | undefined): Cond {
+  function condOf(query: StringQuery, methods: readonly string[] | undefined, stop: StopGrams): Cond {
     switch (query.op) {
       case "all":
         return yes;
       case "none":
         return no;
       case "has":
-        return join("and", query.s.split(/[ "[\]]+/).map((p) => piece(p, methods)));
+        return join("and", query.s.split(/[ "[\]]+/).map((p) => piece(p, methods, stop)));
       case "and":
       case "or":
-        return join(query.op, query.args.map((q) => condOf(q, methods)));
+        return join(query.op, query.args.map((q) => condOf(q, methods, stop)));
     }
   }
 
@@ -146,7 +145,7 @@ export function createSearchPlanner(db: Database.Database) {
   return {
     plan(pattern: string): SearchPlan {
       const methods = stmt.smallKinds.all() as string[];
-      const cond = condOf(requiredStrings(pattern), methods.length > 1000 ? undefined : methods);
+      const cond = condOf(requiredStrings(pattern), methods.length > 1000 ? undefined : methods, stopGrams());
       if (cond.kind === "true") return { none: false };
       if (cond.kind === "false") return { none: true };
       return { match: render(cond, "fts"), prefilter: render(cond, "sql"), none: false };

@@ -14,6 +14,8 @@ import type { SearchIndexUse } from "./snapshot-paging.js";
 import { createSqliteStatuses } from "./sqlite-statuses.js";
 import { createSqliteStore, type RunChange } from "./sqlite-store.js";
 import { createSqliteTokens } from "./sqlite-tokens.js";
+import { createSearchIndex } from "./search-doc.js";
+import type { StopGramRule } from "./stop-grams.js";
 import { createStrings } from "./strings.js";
 import { guarded } from "./storage-error.js";
 import { createWriteBatcher } from "./write-batcher.js";
@@ -29,6 +31,8 @@ export interface SqliteBackendOptions {
   now?: Clock;
   /** When regex Reads ask the search index (snapshot-paging.ts); `auto` by default. */
   searchIndex?: SearchIndexUse;
+  /** When the search index stops indexing common grams (stop-grams.ts); tests make it quick. */
+  stopGrams?: StopGramRule;
 }
 
 /** The SQLite backend, with its raw handle for the CLI and for tests that look at rows. */
@@ -51,6 +55,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const listeners = new Set<() => void>();
   const keys = createKeys(db);
   const strings = createStrings(db);
+  const search = createSearchIndex(db, options.stopGrams);
   const rollups = createRollups(db);
   const batcher = createWriteBatcher(
     db,
@@ -60,6 +65,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     () => {
       keys.forget();
       strings.forget();
+      search.forget();
       rollups.discard();
     },
   );
@@ -76,6 +82,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
           rollups.discard();
           keys.forget();
           strings.forget();
+          search.forget();
           throw err;
         }
       }, signal),
@@ -90,14 +97,14 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, changeLog, rollups),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups),
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
     }),
     statuses: createSqliteStatuses(db, batcher, now),
     tokens: createSqliteTokens(db, now),
-    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups),
+    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups, search),
     async storageBytes() {
       if (db.memory) return 0;
       let bytes = 0;

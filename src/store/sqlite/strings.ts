@@ -20,16 +20,6 @@ export function searchedKind(kind: StringKind): boolean {
 }
 
 /**
- * The token that stands for a string entry in the search index: three
- * characters of the Private Use Area, one trigram. Text that happens to
- * hold the same three characters only adds candidates, which RE2 then
- * turns down.
- */
-export function stringToken(key: number): string {
-  return String.fromCharCode(0xf000 + Math.floor(key / 0x1000000), 0xe000 + ((key >>> 12) & 0xfff), 0xe000 + (key & 0xfff));
-}
-
-/**
  * Keys of strings for writes: looked up or inserted, and cached. A key
  * inserted by a write that is then rolled back must not survive it:
  * `forget` drops the cache whenever a write fails or a group does not

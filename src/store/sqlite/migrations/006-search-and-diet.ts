@@ -10,7 +10,7 @@ import type Database from "better-sqlite3";
 import { type RequestLog, RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine } from "../../../domain/records.js";
 import { encodeLines } from "../line-blob.js";
-import { createSearchDocs, docColumnsOf, searchDoc } from "../search-doc.js";
+import { createSearchIndex, docColumnsOf } from "../search-doc.js";
 import { fieldColumns, recordValues } from "../stored-record.js";
 import { createStrings } from "../strings.js";
 
@@ -28,11 +28,16 @@ CREATE VIRTUAL TABLE strings_search USING fts5(
   text, content='', columnsize=0, detail=none, tokenize='trigram case_sensitive 1');
 
 -- The search index of request records (search-doc.ts): candidates for a
--- regex Read, which RE2 then decides. Contentless: a document is removed
--- by giving its values again.
+-- regex Read, which RE2 then decides. A document is the tokens of its
+-- trigrams (hex) and string entries, so the writer decides what is indexed;
+-- contentless: a document is taken out by giving its tokens again.
 CREATE VIRTUAL TABLE request_search USING fts5(
-  ip, nickname, resource, combined, referrer, user_agent,
-  content='', columnsize=0, detail=none, tokenize='trigram case_sensitive 1');
+  doc, content='', columnsize=0, detail=none, tokenize='ascii');
+-- Grams not indexed in the documents of rows from \`since\` on (stop-grams.ts).
+CREATE TABLE search_stopgrams (
+  gram TEXT PRIMARY KEY,
+  since INTEGER NOT NULL
+) WITHOUT ROWID;
 
 -- One row per (app, request_id), as stored-record.ts encodes it.
 CREATE TABLE requests_006 (
@@ -141,7 +146,9 @@ export function migrate006(db: Database.Database): void {
     "record_bytes", "line_count", "line_bytes", "module_set", "finished_set", ...fieldColumns, "lines",
   ];
   const insert = db.prepare(`INSERT INTO requests_006 (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`);
-  const search = createSearchDocs(db);
+  const search = createSearchIndex(db);
+  // Stop grams learned here apply to rows written after the migration.
+  const nextId = BigInt(db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().get() as number) + 1n;
   for (let after = 0n; ; ) {
     const rows = page.all(after) as Record<string, unknown>[];
     if (rows.length === 0) break;
@@ -164,7 +171,7 @@ export function migrate006(db: Database.Database): void {
         fields = ["", null, row.start_time, 0, 0, 0, null, "", null, 0, 0, null, null, null, null, null, null, null];
       }
       insert.run(...head, ...fields, encodeLines(lines));
-      if (row.has_record === 1n) search.add(id, searchDoc(docColumnsOf(fields)));
+      if (row.has_record === 1n) search.add(docColumnsOf(id, fields), nextId);
     }
     after = rows.at(-1)!.id as bigint;
   }
