@@ -92,8 +92,8 @@ describe("retention", () => {
     const path = ts.db.name;
     await write(
       Array.from({ length: 6000 }, (_, i) =>
-        // A long resource of its own (a user agent would be stored once, for all of them).
-        minimalLog({ requestId: rid(`r${i}`), startTime: now - 40n * day, endTime: now - 40n * day + BigInt(i), resource: `/${"u".repeat(500)}/${i}` }),
+        // A long resource of its own (a user agent, or a constant start of a resource, is stored once for all).
+        minimalLog({ requestId: rid(`r${i}`), startTime: now - 40n * day, endTime: now - 40n * day + BigInt(i), resource: `/${i}/${"u".repeat(500)}` }),
       ),
     );
     ts.db.pragma("wal_checkpoint(TRUNCATE)");

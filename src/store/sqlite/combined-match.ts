@@ -1,5 +1,5 @@
 import { formatCombined } from "../../format/combined-line.js";
-import { ipFromSql } from "./stored-record.js";
+import { ipFromSql, resourceSql } from "./stored-record.js";
 
 const text = (column: string) => `(SELECT text FROM strings WHERE id = r.${column})`;
 
@@ -10,7 +10,7 @@ const text = (column: string) => `(SELECT text FROM strings WHERE id = r.${colum
  */
 export const combinedMatchArgsSql = [
   "r.combined", "r.ip", "r.nickname", "r.start_time", "r.end_time", "r.latency", "r.sort_time", text("method"),
-  "r.resource", text("http_version"), "r.status", "r.response_size", text("referrer"), text("user_agent"),
+  resourceSql, text("http_version"), "r.status", "r.response_size", text("referrer"), text("user_agent"),
 ].join(", ");
 
 /**

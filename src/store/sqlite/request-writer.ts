@@ -140,12 +140,12 @@ export function createRequestWriter(
       if (existing) {
         changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
         stmt.update.run(...values, existing.id);
-        const doc = docColumnsOf(existing.id, fields);
+        const doc = docColumnsOf(existing.id, fields, log.resource);
         if (existing.has_record === 1n) search.replace(existing, doc);
         else search.add(doc, changeSeq + 1n);
       } else {
         stmt.insert.run(changeSeq, ...values);
-        search.add(docColumnsOf(changeSeq, fields), changeSeq + 1n);
+        search.add(docColumnsOf(changeSeq, fields, log.resource), changeSeq + 1n);
       }
       rollups.move(existing && shareOf(existing), shareOf({
         app_key: BigInt(app),

@@ -13,14 +13,14 @@ export interface SearchDocColumns {
   user_agent_key: number | bigint | null;
 }
 
-/** The document columns among a record's values (stored-record.ts recordValues), for row `id`. */
-export function docColumnsOf(id: bigint, values: readonly unknown[]): SearchDocColumns {
+/** The document columns among a record's values (stored-record.ts recordValues) of `resource`, for row `id`. */
+export function docColumnsOf(id: bigint, values: readonly unknown[], resource: string): SearchDocColumns {
   const at = (column: (typeof fieldColumns)[number]) => values[fieldColumns.indexOf(column)];
   return {
     id,
     ip: at("ip"),
     nickname: at("nickname") as string | null,
-    resource: at("resource") as string,
+    resource,
     combined: at("combined") as string | null,
     referrer_key: at("referrer") as number | null,
     user_agent_key: at("user_agent") as number | null,

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { charLength, requiredStrings, type StringQuery } from "../../query/required-strings.js";
 import { entryToken, gramToken, trigramsOf } from "./search-doc.js";
 import { createStopGramsReader, type StopGrams } from "./stop-grams.js";
-import { ipTextSql } from "./stored-record.js";
+import { ipTextSql, resourceSql } from "./stored-record.js";
 import { stringKind } from "./strings.js";
 
 /**
@@ -109,9 +109,11 @@ export function createSearchPlanner(db: Database.Database) {
     const fts = [`(${grams.map((g) => ftsString(gramToken(g))).join(" AND ")})`, ...entries.map(([id]) => ftsString(entryToken(id)))].join(" OR ");
     const text = sqlText(p);
     const ip = /^[0-9.]+$/.test(p) ? `instr(${ipTextSql}, ${text})` : `(typeof(r.ip) = 'text' AND instr(r.ip, ${text}))`;
-    const derived = [`instr(r.resource, ${text})`, `instr(r.nickname, ${text})`, ip];
+    // Cheapest first: SQLite stops at the first test that holds.
+    const derived: string[] = [];
     if (keys(stringKind.referrer).length > 0) derived.push(`r.referrer IN (${keys(stringKind.referrer).join(", ")})`);
     if (keys(stringKind.userAgent).length > 0) derived.push(`r.user_agent IN (${keys(stringKind.userAgent).join(", ")})`);
+    derived.push(`instr(r.nickname, ${text})`, ip, `instr(${resourceSql}, ${text})`);
     const sql = `(CASE WHEN r.combined IS NULL THEN (${derived.join(" OR ")}) ELSE instr(r.combined, ${text}) END)`;
     return { kind: "piece", fts: `(${fts})`, sql };
   }

@@ -1,4 +1,4 @@
-import { ipTextSql, stringColumns } from "./stored-record.js";
+import { ipTextSql, resourceSql, stringColumns } from "./stored-record.js";
 
 /**
  * SQL written once and used by several parts of the SQLite backend.
@@ -29,7 +29,7 @@ const text = (column: string) => `(SELECT text FROM strings WHERE id = r.${colum
  * (search-doc.ts).
  */
 export const storedRowSql = `SELECT r.id, r.app_key, r.version_key, r.has_record, r.finished, r.sort_time, r.record_bytes,
-  r.line_count, r.line_bytes, coalesce(${text("url_map_entry")}, '') AS url_map_entry, r.resource, r.status, r.latency,
+  r.line_count, r.line_bytes, coalesce(${text("url_map_entry")}, '') AS url_map_entry, ${resourceSql} AS resource, r.status, r.latency,
   r.response_size, ${ipTextSql} AS ip, ${text("user_agent")} AS user_agent,
   r.nickname, r.combined, r.referrer AS referrer_key, r.user_agent AS user_agent_key`;
 

@@ -10,6 +10,9 @@ import { type StringKind, stringKind } from "./strings.js";
  * exactly (every field, set or unset, as written):
  *
  * - repetitive strings by their key in `strings` (strings.ts);
+ * - a resource's constant start (its path up to the first id: a run of
+ *   letters and digits with a digit, other than v1, v2, …) by its key, the
+ *   rest as text (resourceParts);
  * - a dotted IPv4 address as a 32-bit integer (only the canonical form,
  *   which prints back the same), any other `ip` as text;
  * - times by what they add: `end_time` NULL when it is the sort time (a
@@ -23,12 +26,12 @@ import { type StringKind, stringKind } from "./strings.js";
 
 /** The columns recordValues fills, in its order. */
 export const fieldColumns = [
-  "ip", "nickname", "start_time", "end_time", "latency", "mcycles", "method", "resource", "http_version", "status",
+  "ip", "nickname", "start_time", "end_time", "latency", "mcycles", "method", "resource_prefix", "resource", "http_version", "status",
   "response_size", "referrer", "user_agent", "url_map_entry", "host", "combined", "replica_index", "extras",
 ] as const;
 
 /** Fields with a column (or a place) of their own; the other scalar fields go in `extras`. */
-const ownPlace = new Set([
+const ownPlace = new Set<string>([
   "app_id", "module_id", "version_id", "request_id", "offset", "line", "finished", ...fieldColumns,
 ]);
 const extraFields: readonly DescField[] = RequestLogSchema.fields.filter((f) => !ownPlace.has(f.name));
@@ -41,6 +44,7 @@ export const stringColumns: readonly [column: (typeof fieldColumns)[number], kin
   ["user_agent", stringKind.userAgent],
   ["url_map_entry", stringKind.urlMapEntry],
   ["host", stringKind.host],
+  ["resource_prefix", stringKind.resourcePrefix],
 ];
 
 type SqlValue = string | number | bigint | Buffer | null;
@@ -65,6 +69,26 @@ export function ipFromSql(value: unknown): string {
 /** The `ip` column of `requests r` as the text a record holds, in SQL. */
 export const ipTextSql = `CASE WHEN typeof(r.ip) = 'integer' THEN ((r.ip + ${ipOffset}) >> 24) || '.' ||
   (((r.ip + ${ipOffset}) >> 16) & 255) || '.' || (((r.ip + ${ipOffset}) >> 8) & 255) || '.' || ((r.ip + ${ipOffset}) & 255) ELSE r.ip END`;
+
+// The first id in a resource: a run of letters and digits with a digit in it, not a version (v1).
+const firstId = /(?<![0-9A-Za-z])(?!v\d+(?![0-9A-Za-z]))[0-9A-Za-z]*\d[0-9A-Za-z]*/;
+/** Starts shorter than this are kept with the rest (a key would save nothing). */
+const minPrefix = 8;
+
+/**
+ * A resource as its constant start and the rest: `/api/v1/repos/alice/app/
+ * actions/artifacts/` + `48213/zip`. Requests to one route of one
+ * repository share the start; the ids that vary are in the rest.
+ */
+export function resourceParts(resource: string): { prefix: string; rest: string } {
+  const id = firstId.exec(resource);
+  const cut = id ? id.index : resource.length;
+  if (cut < minPrefix) return { prefix: "", rest: resource };
+  return { prefix: resource.slice(0, cut), rest: resource.slice(cut) };
+}
+
+/** The `resource` of a row of `requests r`, in SQL: its start's text and the rest. */
+export const resourceSql = "coalesce((SELECT text FROM strings WHERE id = r.resource_prefix), '') || r.resource";
 
 // The characters formatCombined escapes.
 const needsEscape = /["\\\x00-\x1f\x7f]/;
@@ -137,6 +161,7 @@ export function recordValues(record: PreparedRecord, key: StringKey): SqlValue[]
   const derivedStart = end - log.latency;
   let combined = record.storedCombined ?? null;
   if (combined === null && !plainFields(log)) combined = log.combined;
+  const resource = resourceParts(log.resource);
   return [
     ipToSql(log.ip),
     has(log, f.nickname) ? log.nickname : null,
@@ -145,7 +170,8 @@ export function recordValues(record: PreparedRecord, key: StringKey): SqlValue[]
     log.latency,
     log.mcycles,
     requiredKey(stringKind.method, log.method),
-    log.resource,
+    requiredKey(stringKind.resourcePrefix, resource.prefix),
+    resource.rest,
     requiredKey(stringKind.httpVersion, log.httpVersion),
     log.status,
     log.responseSize,
@@ -179,7 +205,7 @@ export function rowToRequestLog(row: Record<string, unknown>): RequestLog {
   log.startTime = (row.start_time as bigint | null) ?? log.endTime - log.latency;
   log.mcycles = row.mcycles as bigint;
   log.method = text("method");
-  log.resource = row.resource as string;
+  log.resource = text("resource_prefix") + (row.resource as string);
   log.httpVersion = text("http_version");
   log.status = Number(row.status);
   log.responseSize = row.response_size as bigint;

@@ -2,12 +2,13 @@ import type Database from "better-sqlite3";
 
 /**
  * Repetitive strings (methods, HTTP versions, referrers, user agents,
- * hosts, url map entries) are stored once, in `strings`, and rows carry
+ * hosts, url map entries, the constant start of resources) are stored
+ * once, in `strings`, and rows carry
  * their key. Keys are never reused: entries are never deleted, and a key
  * is handed out only by a committed insert, so a key read once names the
  * same text for good.
  */
-export const stringKind = { method: 0, httpVersion: 1, referrer: 2, userAgent: 3, host: 4, urlMapEntry: 5 } as const;
+export const stringKind = { method: 0, httpVersion: 1, referrer: 2, userAgent: 3, host: 4, urlMapEntry: 5, resourcePrefix: 6 } as const;
 export type StringKind = (typeof stringKind)[keyof typeof stringKind];
 
 /**

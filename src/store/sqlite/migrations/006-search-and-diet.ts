@@ -18,7 +18,7 @@ export const schema006 = /* sql */ `
 -- Repetitive strings, stored once; rows carry their key (strings.ts).
 CREATE TABLE strings (
   id INTEGER PRIMARY KEY,
-  kind INTEGER NOT NULL,             -- 0 method, 1 HTTP version, 2 referrer, 3 user agent, 4 host, 5 url map entry
+  kind INTEGER NOT NULL,             -- 0 method, 1 HTTP version, 2 referrer, 3 user agent, 4 host, 5 url map entry, 6 resource start
   text TEXT NOT NULL,
   UNIQUE (kind, text)
 );
@@ -62,7 +62,8 @@ CREATE TABLE requests_006 (
   latency INTEGER NOT NULL,
   mcycles INTEGER NOT NULL,
   method INTEGER,                    -- strings key; NULL: ""
-  resource TEXT NOT NULL,
+  resource_prefix INTEGER,           -- strings key of the resource's constant start; NULL: none
+  resource TEXT NOT NULL,            -- the rest of the resource
   http_version INTEGER,              -- strings key; NULL: ""
   status INTEGER NOT NULL,
   response_size INTEGER NOT NULL,
@@ -168,10 +169,10 @@ export function migrate006(db: Database.Database): void {
         fields = recordValues({ log, lines, storedCombined: (row.combined as string | null) ?? undefined }, strings.key);
       } else {
         // A placeholder: only its first line's time and its lines are known.
-        fields = ["", null, row.start_time, 0, 0, 0, null, "", null, 0, 0, null, null, null, null, null, null, null];
+        fields = ["", null, row.start_time, 0, 0, 0, null, null, "", null, 0, 0, null, null, null, null, null, null, null];
       }
       insert.run(...head, ...fields, encodeLines(lines));
-      if (row.has_record === 1n) search.add(docColumnsOf(id, fields), nextId);
+      if (row.has_record === 1n) search.add(docColumnsOf(id, fields, row.resource as string), nextId);
     }
     after = rows.at(-1)!.id as bigint;
   }
