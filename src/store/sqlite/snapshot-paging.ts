@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor, type SqliteCursor } from "./cursor.js";
 import type { LineLoader, Row } from "./line-loader.js";
 import { definedParams, type PlanSql } from "./plan-sql.js";
 import type { ScanBudget } from "./scan-budget.js";
-import { currentSeqSql, recordColumnsSql, recordJoin, recordJoinFrom } from "./sql.js";
+import { currentSeqSql, recordColumnsSql, recordJoinFrom } from "./sql.js";
 
 const newerFirst = (a: Row, b: Row): number => {
   const ka = a.key_time as bigint;
@@ -103,8 +103,10 @@ export function createSnapshotPaging(
       // Every candidate is looked at (they are few): no budget, and the page
       // is the first matches in the same order a scan would find them.
       where.push("r.id IN (SELECT value FROM json_each(@ids))", ...sql.filters(plan, versions));
+      // NOT INDEXED: each candidate by its row id, then sorted; left alone, the
+      // planner walks the app's whole time index for the ORDER BY.
       return sql.statement(
-        `SELECT ${recordColumnsSql}, r.sort_time AS key_time FROM ${recordJoin}
+        `SELECT ${recordColumnsSql}, r.sort_time AS key_time FROM ${recordJoinFrom("requests r NOT INDEXED")}
          WHERE ${where.join(" AND ")} ORDER BY r.sort_time DESC, r.id DESC LIMIT @limit`,
       );
     }
@@ -135,7 +137,7 @@ export function createSnapshotPaging(
     if (stoodAt.size === 0) return [];
     const where = ["r.app_key = @app", "r.id IN (SELECT value FROM json_each(@ids))", ...sql.filters(plan, versions)];
     const rows = sql
-      .statement(`SELECT ${recordColumnsSql} FROM ${recordJoin} WHERE ${where.join(" AND ")}`)
+      .statement(`SELECT ${recordColumnsSql} FROM ${recordJoinFrom("requests r NOT INDEXED")} WHERE ${where.join(" AND ")}`)
       .all({ app, ids: JSON.stringify([...stoodAt.keys()].map(Number)), ...sql.filterParams(plan) }) as Row[];
     return rows.map((row) => ({ ...row, key_time: stoodAt.get(row.id as bigint)!, changed: true }));
   }

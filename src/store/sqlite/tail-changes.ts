@@ -3,7 +3,7 @@ import type { RequestLog } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import type { LineLoader, Row } from "./line-loader.js";
 import { definedParams, type PlanSql } from "./plan-sql.js";
-import { currentSeqSql, recordColumnsSql, recordJoin } from "./sql.js";
+import { currentSeqSql, recordColumnsSql, recordJoinFrom } from "./sql.js";
 
 /**
  * Records changed after a sequence number (Tail). The changes are the rows
@@ -49,7 +49,7 @@ export function createTailChanges(db: Database.Database, sql: PlanSql, lines: Li
       // The rows whose last change is among them: inserted ones, and updated ones by their key.
       const rows = sql
         .statement(
-          `SELECT ${recordColumnsSql} FROM ${recordJoin}
+          `SELECT ${recordColumnsSql} FROM ${recordJoinFrom("requests r NOT INDEXED")}
            WHERE r.id IN (SELECT value FROM json_each(@ids)) AND ${where.join(" AND ")}
            ORDER BY coalesce(r.seq, r.id)`,
         )
