@@ -46,7 +46,10 @@ export async function startServer(core: LogServiceCore, options: ServerOptions):
     "grpc.max_receive_message_length": core.limits.maxMessageBytes * 2,
   });
   const calls = createCallCounter();
-  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger, allObservers(calls, options.observer ?? noObserver)));
+  server.addService(
+    serverDefinition(LogService, core.limits.maxMessageBytes, new Set(Object.keys(core.decoders))),
+    grpcImplementation(core, logger, allObservers(calls, options.observer ?? noObserver)),
+  );
   const health = new HealthImplementation(Object.fromEntries(healthNames.map((n) => [n, "SERVING"])));
   health.addToServer(server as unknown as Parameters<typeof health.addToServer>[0]);
   addReflection(server);
