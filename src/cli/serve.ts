@@ -38,6 +38,7 @@ export async function serve(config: ServeConfig): Promise<void> {
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     logger,
     credentials,
+    prepareWorkers: config.prepareWorkers,
   }).catch(async (err: unknown) => {
     await backend.close();
     throw err;

@@ -76,7 +76,7 @@ describe("the search index", () => {
     folder = mkdtempSync(join(tmpdir(), "reqlog-search-"));
     const path = join(folder, "reqlog.db");
     // Grams in more than half of each 12 documents stop being indexed: the stop set grows during a run.
-    backend = openSqliteBackend({ path, readWorkers: 0, searchIndex: "always", now: () => t0 + 10_000n, stopGrams: { window: 12, share: 1 / 2 } });
+    backend = openSqliteBackend({ path, readWorkers: 0, searchIndex: "always", now: () => t0 + 10_000n, stopGrams: { window: 12, share: 1 / 2, sample: 1 } });
     // The reference: the same file read by scanning, on a connection of its own.
     scanDb = new Database(path);
     scan = createSqliteReader(scanDb, "never");

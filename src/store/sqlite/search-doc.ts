@@ -27,16 +27,36 @@ export function docColumnsOf(id: bigint, values: readonly unknown[], resource: s
   };
 }
 
+/** Adds the distinct trigrams (three characters, code points) of `text` to `grams`. */
+function addTrigrams(text: string, grams: Set<string>): void {
+  // Most text is ASCII: slices of the string are its trigrams.
+  if (!/[^\x00-\x7f]/.test(text)) {
+    for (let i = 0; i + 3 <= text.length; i++) grams.add(text.slice(i, i + 3));
+    return;
+  }
+  const cps = Array.from(text);
+  for (let i = 0; i + 3 <= cps.length; i++) grams.add(cps[i]! + cps[i + 1]! + cps[i + 2]!);
+}
+
 /** The distinct trigrams (three characters, code points) of a text. */
 export function trigramsOf(text: string): string[] {
-  const cps = Array.from(text);
   const grams = new Set<string>();
-  for (let i = 0; i + 3 <= cps.length; i++) grams.add(cps[i]! + cps[i + 1]! + cps[i + 2]!);
+  addTrigrams(text, grams);
   return [...grams];
 }
 
+const hexDigits = Array.from({ length: 128 }, (_, c) => c.toString(16).padStart(2, "0"));
+
 /** A trigram's token in the index: the hex of its UTF-8 bytes (one word to FTS5's ascii tokenizer). */
-export const gramToken = (gram: string) => Buffer.from(gram, "utf8").toString("hex");
+export function gramToken(gram: string): string {
+  if (gram.length === 3) {
+    const a = gram.charCodeAt(0);
+    const b = gram.charCodeAt(1);
+    const c = gram.charCodeAt(2);
+    if (a < 128 && b < 128 && c < 128) return hexDigits[a]! + hexDigits[b]! + hexDigits[c]!;
+  }
+  return Buffer.from(gram, "utf8").toString("hex");
+}
 
 /** The token that stands for a string entry (strings.ts) in the index; no gram token starts with "s". */
 export const entryToken = (key: number | bigint) => `s${key.toString(16)}`;
@@ -55,9 +75,12 @@ export const entryToken = (key: number | bigint) => `s${key.toString(16)}`;
  * Returns the document's tokens, and the trigrams its text has.
  */
 export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: string[] } {
-  const texts = row.combined !== null ? [row.combined] : [ipFromSql(row.ip), row.nickname ?? "", row.resource];
-  const grams = [...new Set(texts.flatMap(trigramsOf))];
-  const tokens = grams.filter((g) => !stop.stopped(g, row.id)).map(gramToken);
+  const set = new Set<string>();
+  if (row.combined !== null) addTrigrams(row.combined, set);
+  else for (const text of [ipFromSql(row.ip), row.nickname ?? "", row.resource]) addTrigrams(text, set);
+  const grams = [...set];
+  const tokens: string[] = [];
+  for (const gram of grams) if (!stop.stopped(gram, row.id)) tokens.push(gramToken(gram));
   if (row.combined === null) {
     if (row.referrer_key !== null) tokens.push(entryToken(row.referrer_key));
     if (row.user_agent_key !== null) tokens.push(entryToken(row.user_agent_key));

@@ -27,7 +27,8 @@ export function searchedKind(kind: StringKind): boolean {
  * commit (as keys.ts does).
  */
 export function createStrings(db: Database.Database) {
-  const cache = new Map<string, number>();
+  // One map a kind: a key is found without building a name for it.
+  const caches = Object.values(stringKind).map(() => new Map<string, number>());
   const stmt = {
     find: db.prepare("SELECT id FROM strings WHERE kind = ? AND text = ?").pluck(),
     insert: db.prepare("INSERT INTO strings (kind, text) VALUES (?, ?)"),
@@ -36,8 +37,8 @@ export function createStrings(db: Database.Database) {
 
   return {
     key(kind: StringKind, text: string): number {
-      const name = `${kind}\u0000${text}`;
-      let key = cache.get(name);
+      const cache = caches[kind]!;
+      let key = cache.get(text);
       if (key === undefined) {
         key = stmt.find.get(kind, text) as number | undefined;
         if (key === undefined) {
@@ -45,12 +46,12 @@ export function createStrings(db: Database.Database) {
           if (searchedKind(kind)) stmt.index.run(key, text);
         }
         if (cache.size >= 100_000) cache.clear();
-        cache.set(name, key);
+        cache.set(text, key);
       }
       return key;
     },
     forget(): void {
-      cache.clear();
+      for (const cache of caches) cache.clear();
     },
   };
 }
