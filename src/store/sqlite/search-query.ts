@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { charLength, requiredStrings, type StringQuery } from "../../query/required-strings.js";
 import { entryToken, gramToken, trigramsOf } from "./search-doc.js";
 import { createStopGramsReader, type StopGrams } from "./stop-grams.js";
-import { ipTextSql, resourceSql } from "./stored-record.js";
+import { ipTextSql } from "./stored-record.js";
 import { stringKind } from "./strings.js";
 
 /**
@@ -36,11 +36,7 @@ const gramsPerPiece = 6;
 /** A piece in more referrers and user agents than this requires nothing of the index. */
 const maxEntriesPerPiece = 16;
 
-type Cond =
-  | { kind: "true" }
-  | { kind: "false" }
-  | { kind: "and" | "or"; args: Cond[] }
-  | { kind: "piece"; fts: string; sql: string };
+type Cond = { kind: "true" } | { kind: "false" } | { kind: "and" | "or"; args: Cond[] } | { kind: "test"; test: string };
 
 const yes: Cond = { kind: "true" };
 const no: Cond = { kind: "false" };
@@ -92,65 +88,123 @@ export function createSearchPlanner(db: Database.Database) {
          WHERE strings_search MATCH ? LIMIT ${maxEntriesPerPiece * 8}`,
       )
       .raw(),
+    prefixes: db.prepare(`SELECT id, text FROM strings WHERE kind = ${stringKind.resourcePrefix} AND id > ? ORDER BY id`).raw(),
   };
+  // The resources' constant starts (stored-record.ts resourceParts), kept as they are added: entries never change.
+  const prefixes = new Map<number, string>();
+  let prefixesUpTo = 0;
 
-  function piece(p: string, methods: readonly string[] | undefined, stop: StopGrams): Cond {
+  // The entries of the pieces of the pattern being planned (each form asks).
+  const entriesOfPiece = new Map<string, [id: number, kind: number][] | undefined>();
+
+  /** The referrer and user agent entries a piece is in, or undefined when there are too many to name. */
+  function entriesOf(p: string): [id: number, kind: number][] | undefined {
+    if (entriesOfPiece.has(p)) return entriesOfPiece.get(p);
+    const entries = lookUpEntries(p);
+    entriesOfPiece.set(p, entries);
+    return entries;
+  }
+
+  function lookUpEntries(p: string): [id: number, kind: number][] | undefined {
+    const found = stmt.entries.all(trigramsOf(p).map(ftsString).join(" AND ")) as [number, number, string][];
+    if (found.length >= maxEntriesPerPiece * 8) return undefined;
+    const entries = found.filter(([, , text]) => text.includes(p)).map(([id, kind]): [number, number] => [id, kind]);
+    return entries.length > maxEntriesPerPiece ? undefined : entries;
+  }
+
+  /**
+   * An SQL test every row whose resource contains `p` passes: in the rest
+   * of the resource, inside its start (a start that contains it), or across
+   * the two (a start ending with the head of `p`, a rest beginning with its
+   * tail). Too many starts to name make a looser test.
+   */
+  function resourceTest(p: string): string {
+    const keys = (match: (start: string) => boolean) => {
+      const found: number[] = [];
+      for (const [id, text] of prefixes) if (match(text)) found.push(id);
+      if (found.length === 0) return undefined;
+      return found.length > 500 ? "r.resource_prefix IS NOT NULL" : `r.resource_prefix IN (${found.join(", ")})`;
+    };
+    const tests = [`instr(r.resource, ${sqlText(p)})`];
+    const inside = keys((start) => start.includes(p));
+    if (inside) tests.push(inside);
+    const cps = Array.from(p);
+    for (let k = 1; k < cps.length; k++) {
+      const head = cps.slice(0, k).join("");
+      const across = keys((start) => start.endsWith(head));
+      if (across) tests.push(`(substr(r.resource, 1, ${cps.length - k}) = ${sqlText(cps.slice(k).join(""))} AND ${across})`);
+    }
+    return tests.join(" OR ");
+  }
+
+  /** What the index (fts) or a row's columns (sql) must have when the line contains the piece `p`. */
+  function piece(p: string, form: "fts" | "sql", methods: readonly string[] | undefined, stop: StopGrams): Cond {
     if (charLength(p) < 3 || /^[0-9-]+$/.test(p) || mayBeInTimeOrFixed(p) || p.includes("\u0000")) return yes;
     // Methods and HTTP versions are few and in every line: not worth an index entry.
     if (!methods || methods.some((m) => m.includes(p))) return yes;
-    // Its trigrams, unless all are too common to be indexed (then it may lie in any resource).
-    const grams = gramsOf(p, stop);
-    if (grams.length === 0) return yes;
-    const found = stmt.entries.all(trigramsOf(p).map(ftsString).join(" AND ")) as [number, number, string][];
-    if (found.length >= maxEntriesPerPiece * 8) return yes;
-    const entries = found.filter(([, , text]) => text.includes(p));
-    if (entries.length > maxEntriesPerPiece) return yes;
-    const keys = (kind: number) => entries.filter(([, k]) => k === kind).map(([id]) => id);
-    const fts = [`(${grams.map((g) => ftsString(gramToken(g))).join(" AND ")})`, ...entries.map(([id]) => ftsString(entryToken(id)))].join(" OR ");
+    const entries = entriesOf(p);
+    if (!entries) return yes;
+    if (form === "fts") {
+      // Its trigrams, unless all are too common to be indexed (then it may lie in any resource).
+      const grams = gramsOf(p, stop);
+      if (grams.length === 0) return yes;
+      const terms = [`(${grams.map((g) => ftsString(gramToken(g))).join(" AND ")})`, ...entries.map(([id]) => ftsString(entryToken(id)))];
+      return { kind: "test", test: `(${terms.join(" OR ")})` };
+    }
     const text = sqlText(p);
+    const keys = (kind: number) => entries.filter(([, k]) => k === kind).map(([id]) => id);
     const ip = /^[0-9.]+$/.test(p) ? `instr(${ipTextSql}, ${text})` : `(typeof(r.ip) = 'text' AND instr(r.ip, ${text}))`;
     // Cheapest first: SQLite stops at the first test that holds.
     const derived: string[] = [];
     if (keys(stringKind.referrer).length > 0) derived.push(`r.referrer IN (${keys(stringKind.referrer).join(", ")})`);
     if (keys(stringKind.userAgent).length > 0) derived.push(`r.user_agent IN (${keys(stringKind.userAgent).join(", ")})`);
-    derived.push(`instr(r.nickname, ${text})`, ip, `instr(${resourceSql}, ${text})`);
-    const sql = `(CASE WHEN r.combined IS NULL THEN (${derived.join(" OR ")}) ELSE instr(r.combined, ${text}) END)`;
-    return { kind: "piece", fts: `(${fts})`, sql };
+    derived.push(resourceTest(p), `instr(r.nickname, ${text})`, ip);
+    return { kind: "test", test: `(CASE WHEN r.combined IS NULL THEN (${derived.join(" OR ")}) ELSE instr(r.combined, ${text}) END)` };
   }
 
-  function condOf(query: StringQuery, methods: readonly string[] | undefined, stop: StopGrams): Cond {
+  function condOf(query: StringQuery, form: "fts" | "sql", methods: readonly string[] | undefined, stop: StopGrams): Cond {
     switch (query.op) {
       case "all":
         return yes;
       case "none":
         return no;
       case "has":
-        return join("and", query.s.split(/[ "[\]]+/).map((p) => piece(p, methods, stop)));
+        return join("and", query.s.split(/[ "[\]]+/).map((p) => piece(p, form, methods, stop)));
       case "and":
       case "or":
-        return join(query.op, query.args.map((q) => condOf(q, methods, stop)));
+        return join(query.op, query.args.map((q) => condOf(q, form, methods, stop)));
     }
   }
 
-  const render = (c: Cond, form: "fts" | "sql"): string => {
+  const render = (c: Cond, form: "fts" | "sql"): string | undefined => {
     switch (c.kind) {
-      case "piece":
-        return c[form];
+      case "true":
+        return undefined;
+      case "false":
+        return form === "sql" ? "0" : undefined;
+      case "test":
+        return c.test;
       case "and":
       case "or":
         return `(${c.args.map((a) => render(a, form)).join(form === "fts" ? ` ${c.kind.toUpperCase()} ` : ` ${c.kind} `)})`;
-      default:
-        throw new Error(`cannot render ${c.kind}`);
     }
   };
 
   return {
     plan(pattern: string): SearchPlan {
-      const methods = stmt.smallKinds.all() as string[];
-      const cond = condOf(requiredStrings(pattern), methods.length > 1000 ? undefined : methods, stopGrams());
-      if (cond.kind === "true") return { none: false };
-      if (cond.kind === "false") return { none: true };
-      return { match: render(cond, "fts"), prefilter: render(cond, "sql"), none: false };
+      entriesOfPiece.clear();
+      for (const [id, text] of stmt.prefixes.all(prefixesUpTo) as [number, string][]) {
+        prefixes.set(id, text);
+        prefixesUpTo = id;
+      }
+      const list = stmt.smallKinds.all() as string[];
+      const methods = list.length > 1000 ? undefined : list;
+      const query = requiredStrings(pattern);
+      const stop = stopGrams();
+      const fts = condOf(query, "fts", methods, stop);
+      const sql = condOf(query, "sql", methods, stop);
+      if (fts.kind === "false" || sql.kind === "false") return { none: true };
+      return { match: render(fts, "fts"), prefilter: render(sql, "sql"), none: false };
     },
   };
 }
