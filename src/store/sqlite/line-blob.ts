@@ -12,89 +12,92 @@ import type { AppLine } from "../../domain/records.js";
  * UTF-8 length, the message.
  */
 
-const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder("utf-8", { fatal: true });
-
-function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  return Buffer.compare(a, b);
-}
-
-interface EncodedLine extends AppLine {
-  bytes: Uint8Array;
-}
+/** Times below this are exact as JS numbers (µs since 1970 until the year 2255). */
+const exact = 2n ** 53n;
 
 /** The order lines are stored and read in: SQLite's BINARY order of (time, pos, level, message) before this format. */
-function compareLines(a: EncodedLine, b: EncodedLine): number {
+function compareLines(a: AppLine, b: AppLine): number {
   if (a.time !== b.time) return a.time < b.time ? -1 : 1;
   if (a.pos !== b.pos) return a.pos - b.pos;
   if (a.level !== b.level) return a.level - b.level;
-  return compareBytes(a.bytes, b.bytes);
+  return Buffer.compare(Buffer.from(a.message, "utf8"), Buffer.from(b.message, "utf8"));
 }
 
-class Writer {
-  private buf = Buffer.allocUnsafe(256);
-  length = 0;
+function inOrder(lines: readonly AppLine[]): boolean {
+  for (let i = 1; i < lines.length; i++) if (compareLines(lines[i - 1]!, lines[i]!) > 0) return false;
+  return true;
+}
 
-  private room(n: number): void {
-    if (this.length + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.length + n));
-    this.buf.copy(next, 0, 0, this.length);
-    this.buf = next;
+/** Bytes of a varint of a non-negative number below 2^53. */
+function varintSize(v: number): number {
+  let n = 1;
+  while (v >= 128) {
+    v = Math.floor(v / 128);
+    n++;
   }
+  return n;
+}
 
-  varint(value: bigint): void {
-    this.room(10);
-    let v = value;
-    while (v >= 0x80n) {
-      this.buf[this.length++] = Number(v & 0x7fn) | 0x80;
-      v >>= 7n;
-    }
-    this.buf[this.length++] = Number(v);
+function writeVarint(buf: Buffer, at: number, v: number): number {
+  while (v >= 128) {
+    buf[at++] = (v % 128) | 0x80;
+    v = Math.floor(v / 128);
   }
+  buf[at++] = v;
+  return at;
+}
 
-  small(value: number): void {
-    // Numbers below 2^31 (positions, levels, lengths) without BigInt.
-    this.room(5);
-    let v = value >>> 0;
-    while (v >= 0x80) {
-      this.buf[this.length++] = (v & 0x7f) | 0x80;
-      v >>>= 7;
-    }
-    this.buf[this.length++] = v;
+function writeBigVarint(buf: Buffer, at: number, value: bigint): number {
+  let v = value;
+  while (v >= 0x80n) {
+    buf[at++] = Number(v & 0x7fn) | 0x80;
+    v >>= 7n;
   }
-
-  bytes(b: Uint8Array): void {
-    this.room(b.length);
-    this.buf.set(b, this.length);
-    this.length += b.length;
-  }
-
-  done(): Buffer {
-    return this.buf.subarray(0, this.length);
-  }
+  buf[at++] = Number(v);
+  return at;
 }
 
 const zigzag = (v: bigint) => (v >= 0n ? v << 1n : ((-v) << 1n) - 1n);
 const unzigzag = (v: bigint) => (v & 1n ? -((v + 1n) >> 1n) : v >> 1n);
 
-function encodeSorted(lines: readonly EncodedLine[]): Buffer {
-  const w = new Writer();
+/** Lines already in order, packed. */
+function encodeSorted(lines: readonly AppLine[]): Buffer {
+  const sizes = lines.map((l) => Buffer.byteLength(l.message, "utf8"));
+  let total = 0;
+  for (let i = 0; i < lines.length; i++) total += 10 + 5 + varintSize(sizes[i]!) + sizes[i]!;
+  const buf = Buffer.allocUnsafe(total);
+  let at = 0;
   let previous = 0n;
-  for (const line of lines) {
-    w.varint(zigzag(line.time - previous));
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    const delta = zigzag(line.time - previous);
+    at = delta < exact ? writeVarint(buf, at, Number(delta)) : writeBigVarint(buf, at, delta);
     previous = line.time;
-    w.small(line.pos * 8 + line.level);
-    w.small(line.bytes.length);
-    w.bytes(line.bytes);
+    at = writeVarint(buf, at, line.pos * 8 + line.level);
+    at = writeVarint(buf, at, sizes[i]!);
+    at += buf.write(line.message, at, "utf8");
   }
-  return w.done();
+  return buf.subarray(0, at);
 }
 
-function decodeEncoded(blob: Uint8Array | null | undefined): EncodedLine[] {
+/** A request's stored lines, in order. */
+export function decodeLines(blob: Uint8Array | null | undefined): AppLine[] {
   if (!blob || blob.length === 0) return [];
-  const lines: EncodedLine[] = [];
+  const lines: AppLine[] = [];
   let i = 0;
-  const varint = (): bigint => {
+  const small = (): number => {
+    let v = 0;
+    let scale = 1;
+    for (;;) {
+      const b = blob[i++];
+      if (b === undefined) throw new Error("cannot read stored app lines: the blob ends inside a number");
+      v += (b & 0x7f) * scale;
+      if (b < 0x80) return v;
+      scale *= 128;
+    }
+  };
+  const big = (): bigint => {
     let shift = 0n;
     let v = 0n;
     for (;;) {
@@ -105,32 +108,19 @@ function decodeEncoded(blob: Uint8Array | null | undefined): EncodedLine[] {
       shift += 7n;
     }
   };
-  const small = (): number => {
-    let shift = 0;
-    let v = 0;
-    for (;;) {
-      const b = blob[i++];
-      if (b === undefined) throw new Error("cannot read stored app lines: the blob ends inside a number");
-      v += (b & 0x7f) * 2 ** shift;
-      if (b < 0x80) return v;
-      shift += 7;
-    }
-  };
   let time = 0n;
   while (i < blob.length) {
-    time += unzigzag(varint());
+    // A delta of up to 7 bytes is below 2^49: exact as a number.
+    let end = i;
+    while (end < blob.length && blob[end]! >= 0x80) end++;
+    time += unzigzag(end - i < 7 ? BigInt(small()) : big());
     const posLevel = small();
     const length = small();
-    const bytes = blob.subarray(i, i + length);
+    const message = textDecoder.decode(blob.subarray(i, i + length));
     i += length;
-    lines.push({ time, pos: Math.floor(posLevel / 8), level: posLevel % 8, message: "", bytes });
+    lines.push({ time, pos: Math.floor(posLevel / 8), level: posLevel % 8, message });
   }
   return lines;
-}
-
-/** A request's stored lines, in order. */
-export function decodeLines(blob: Uint8Array | null | undefined): AppLine[] {
-  return decodeEncoded(blob).map((l) => ({ time: l.time, pos: l.pos, level: l.level, message: textDecoder.decode(l.bytes) }));
 }
 
 /** Lines of one request packed (sorted; a line given twice is stored once). */
@@ -144,34 +134,23 @@ export function encodeLines(lines: readonly AppLine[]): Buffer | null {
  * were new.
  */
 export function mergeLines(blob: Uint8Array | null | undefined, lines: readonly AppLine[]): { blob: Buffer | null; added: AppLine[] } {
-  const all = decodeEncoded(blob);
-  const incoming = lines.map((line): EncodedLine => ({ ...line, bytes: textEncoder.encode(line.message) }));
+  const stored = decodeLines(blob);
   let added: AppLine[];
-  if (all.length === 0 && new Set(lines.map((l) => l.pos)).size === lines.length) {
+  if (stored.length === 0 && new Set(lines.map((l) => l.pos)).size === lines.length) {
     // The lines of one flush differ by position: with none stored, all are new.
     added = [...lines];
-    all.push(...incoming);
   } else {
-    // Stored lines by (time, pos, level), then compared by their bytes.
-    const stored = new Map<string, Uint8Array[]>();
-    const slot = (l: EncodedLine) => `${l.time}/${l.pos}/${l.level}`;
-    for (const l of all) {
-      const list = stored.get(slot(l));
-      if (list) list.push(l.bytes);
-      else stored.set(slot(l), [l.bytes]);
-    }
+    const seen = new Set(stored.map((l) => `${l.time}/${l.pos}/${l.level}/${l.message}`));
     added = [];
-    incoming.forEach((l, i) => {
-      const list = stored.get(slot(l));
-      if (list?.some((b) => compareBytes(b, l.bytes) === 0)) return;
-      if (list) list.push(l.bytes);
-      else stored.set(slot(l), [l.bytes]);
-      added.push(lines[i]!);
-      all.push(l);
-    });
+    for (const line of lines) {
+      const key = `${line.time}/${line.pos}/${line.level}/${line.message}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      added.push(line);
+    }
   }
-  if (all.length === 0) return { blob: null, added };
-  if (added.length === 0 && blob) return { blob: Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength), added };
-  all.sort(compareLines);
-  return { blob: encodeSorted(all), added };
+  if (stored.length === 0 && added.length === 0) return { blob: null, added };
+  if (added.length === 0) return { blob: Buffer.from(blob!.buffer, blob!.byteOffset, blob!.byteLength), added };
+  const all = stored.length === 0 ? added : [...stored, ...added];
+  return { blob: encodeSorted(inOrder(all) ? all : [...all].sort(compareLines)), added };
 }
