@@ -56,7 +56,8 @@ export const serveDefaults = {
   shutdownTimeout: "10s",
   logLevel: "info",
   readWorkers: 2,
-  prepareWorkers: 1,
+  // Measured slower on two cores (docs/benchmarks.md): the main thread is not the one waiting on decoding.
+  prepareWorkers: 0,
   retention: "0",
 };
 

@@ -143,7 +143,7 @@ const serveCommand = program
   .addOption(
     valueOption(
       "--prepare-workers <n>",
-      "threads that decode and validate large Writes and Ingest batches beside the writer (0: on the main thread)",
+      "threads that decode and validate large Writes and Ingest batches beside the writer (default 0: on the main thread)",
       "REQLOG_PREPARE_WORKERS",
       parseCount,
       serveDefaults.prepareWorkers,

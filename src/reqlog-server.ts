@@ -31,8 +31,8 @@ export interface ReqlogServerOptions {
   /** The rate limiter's clock (ms), for tests. */
   monotonicNow?: () => number;
   /**
-   * Threads that decode and validate Write and Ingest requests arriving on
-   * the gRPC port (default 1: the second core; 0: the main thread does it).
+   * Threads that decode and validate large Write and Ingest requests
+   * arriving on the gRPC port (default 0: the main thread does it).
    */
   prepareWorkers?: number;
 }
@@ -63,7 +63,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       : undefined;
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
-  const prepareWorkers = options.prepareWorkers ?? 1;
+  const prepareWorkers = options.prepareWorkers ?? 0;
   const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits) : undefined;
   const service = createLogService({ store, statuses: backend.statuses, limits, auth, prepare });
   tails = service.tails.open;

@@ -55,10 +55,13 @@ export function createPreparePool(threads: number, limits: Limits): PreparePool 
   });
   pool.on("error", () => {});
 
-  async function run(task: PrepareTask): Promise<PrepareResult> {
+  async function run(kind: PrepareTask["kind"], bytes: Uint8Array): Promise<PrepareResult> {
     let result: PrepareResult;
     try {
-      result = await pool.run(task);
+      // The request's own bytes, moved to the worker: the transport's buffer
+      // may be a view of a larger one, which a copy to the worker would take whole.
+      const own = new Uint8Array(bytes);
+      result = await pool.run({ kind, bytes: own }, { transferList: [own.buffer] });
     } catch (err) {
       throw ReqlogError.unavailable("a prepare worker stopped while it decoded this request; retry", err);
     }
@@ -68,7 +71,7 @@ export function createPreparePool(threads: number, limits: Limits): PreparePool 
 
   return {
     async write(bytes) {
-      const result = (await run({ kind: "write", bytes })) as Extract<PrepareResult, { write: unknown }>;
+      const result = (await run("write", bytes)) as Extract<PrepareResult, { write: unknown }>;
       const batch = result.write;
       return attachPrepared(create(WriteRequestSchema), {
         ...batch,
@@ -78,7 +81,7 @@ export function createPreparePool(threads: number, limits: Limits): PreparePool 
       });
     },
     async ingest(bytes) {
-      const result = (await run({ kind: "ingest", bytes })) as Extract<PrepareResult, { ingest: unknown }>;
+      const result = (await run("ingest", bytes)) as Extract<PrepareResult, { ingest: unknown }>;
       const batch = result.ingest;
       return attachPrepared(create(IngestRequestSchema, { batchId: batch.batchId }), {
         ...batch,

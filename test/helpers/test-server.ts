@@ -35,7 +35,7 @@ export interface TestServerOptions {
   http?: boolean;
   /** Serve the dashboard (as built in dist/web by `npm run build`) on the HTTP port (with `http`). */
   dashboard?: boolean;
-  /** Threads that decode large Writes and Ingest batches (default 1, as in production). */
+  /** Threads that decode large Writes and Ingest batches (default 0, as in production). */
   prepareWorkers?: number;
   /** TLS for the server; the client then connects with `clientTls`. */
   credentials?: ServerCredentials;

@@ -24,7 +24,7 @@ function without<T extends object>(message: T, ...fields: (keyof T)[]): T {
 }
 
 describe("Writes and Ingest batches decoded off the main thread", () => {
-  const ts = useTestServer({ limits: { maxRecordsPerWrite: 3 } });
+  const ts = useTestServer({ limits: { maxRecordsPerWrite: 3 }, prepareWorkers: 1 });
 
   it("stores a large Write's records field for field, defaults and presence kept", async () => {
     const before = ts.prepare!.completed;
