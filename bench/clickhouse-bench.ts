@@ -31,14 +31,11 @@ import { type ChildServer, startChildServer } from "./harness/child-server.js";
 import { type DuckDbPeer, openDuckDbPeer } from "./harness/duckdb-peer.js";
 import { createEncodedWriter } from "./harness/encoded-writer.js";
 import { benchDbPath, benchStart, median, trafficRecords } from "./load.js";
+import { selectivePattern, trafficApps, unindexablePattern } from "./search-patterns.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
 const day = 86_400_000_000n;
-const apps = ["forge", "forge-staging", "pages"];
-/** Few matches in a million: a scan visits every row; an index finds them. */
-const selectivePattern = '"GET /api/v1/repos/ci-bot/proto/raw/go\\.mod HTTP/2\\.0" 500 0 "https://dl\\.forge\\.example/';
-/** Requests answered 5xx: no string of three characters is required, so no index narrows it. */
-const unindexablePattern = "\" 5\\d\\d \\d+ \"";
+const apps = trafficApps;
 
 async function timedRuns(runs: number, f: () => Promise<unknown>): Promise<number> {
   await f(); // warm
