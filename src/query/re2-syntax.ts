@@ -111,13 +111,15 @@ export function parseRe2(pattern: string): Re2Node | undefined {
     if (c in simpleEscapes) return { char: simpleEscapes[c]! };
     const perl = perlClasses[c.toLowerCase()];
     if (perl) return { chars: c === c.toLowerCase() ? perl() : undefined };
+    // \x{…} (and the re2 package's \u{…}): a code point in hex.
+    const braced = (): { char: number } => {
+      const hex = hexDigits(i + 1, 8);
+      if (!hex || !at(1 + hex.length, "}")) throw new GiveUp();
+      i += hex.length + 2;
+      return { char: hex.value };
+    };
     if (c === "x") {
-      if (at(0, "{")) {
-        const hex = hexDigits(i + 1, 8);
-        if (!hex || !at(1 + hex.length, "}")) throw new GiveUp();
-        i += hex.length + 2;
-        return { char: hex.value };
-      }
+      if (at(0, "{")) return braced();
       const hex = hexDigits(i, 2);
       if (!hex || hex.length !== 2) throw new GiveUp();
       i += 2;
@@ -125,12 +127,7 @@ export function parseRe2(pattern: string): Re2Node | undefined {
     }
     if (c === "u") {
       // The re2 package's translation: \u{…} as \x{…}, \uX to \uXXXX as \x{X…}.
-      if (at(0, "{")) {
-        const hex = hexDigits(i + 1, 8);
-        if (!hex || !at(1 + hex.length, "}")) throw new GiveUp();
-        i += hex.length + 2;
-        return { char: hex.value };
-      }
+      if (at(0, "{")) return braced();
       const hex = hexDigits(i, 4);
       if (!hex) throw new GiveUp();
       i += hex.length;

@@ -111,34 +111,24 @@ export function plainFields(log: CombinedFields): boolean {
 /** Whether a proto2 field is set: the message has it as its own property (isFieldSet's check without its cost). */
 const has = (log: RequestLog, field: DescField) => Object.hasOwn(log, field.localName);
 
+/** How each scalar type of the rarely set fields is written (wire type and writer method). */
+const writes: Partial<Record<ScalarType, [WireType, (w: BinaryWriter, value: never) => BinaryWriter]>> = {
+  [ScalarType.BOOL]: [WireType.Varint, (w, v: boolean) => w.bool(v)],
+  [ScalarType.INT32]: [WireType.Varint, (w, v: number) => w.int32(v)],
+  [ScalarType.INT64]: [WireType.Varint, (w, v: bigint) => w.int64(v)],
+  [ScalarType.DOUBLE]: [WireType.Bit64, (w, v: number) => w.double(v)],
+  [ScalarType.STRING]: [WireType.LengthDelimited, (w, v: string) => w.string(v)],
+  [ScalarType.BYTES]: [WireType.LengthDelimited, (w, v: Uint8Array) => w.bytes(v)],
+};
+
 function packExtras(log: RequestLog): Buffer | null {
   let writer: BinaryWriter | undefined;
   for (const field of extraFields) {
     if (field.fieldKind !== "scalar" || !has(log, field)) continue;
+    const write = writes[field.scalar];
+    if (!write) throw new Error(`cannot pack ${field} in extras`);
     writer ??= new BinaryWriter();
-    const value = log[field.localName as keyof RequestLog];
-    switch (field.scalar) {
-      case ScalarType.BOOL:
-        writer.tag(field.number, WireType.Varint).bool(value as boolean);
-        break;
-      case ScalarType.INT32:
-        writer.tag(field.number, WireType.Varint).int32(value as number);
-        break;
-      case ScalarType.INT64:
-        writer.tag(field.number, WireType.Varint).int64(value as bigint);
-        break;
-      case ScalarType.DOUBLE:
-        writer.tag(field.number, WireType.Bit64).double(value as number);
-        break;
-      case ScalarType.STRING:
-        writer.tag(field.number, WireType.LengthDelimited).string(value as string);
-        break;
-      case ScalarType.BYTES:
-        writer.tag(field.number, WireType.LengthDelimited).bytes(value as Uint8Array);
-        break;
-      default:
-        throw new Error(`cannot pack ${field} in extras`);
-    }
+    write[1](writer.tag(field.number, write[0]), log[field.localName as keyof RequestLog] as never);
   }
   if (!writer) return null;
   const bytes = writer.finish();
@@ -186,10 +176,10 @@ export function recordValues(record: PreparedRecord, key: StringKey): SqlValue[]
 }
 
 /**
- * A request row (read with safeIntegers, joined with its app, version and
- * strings: recordJoin in sql.ts) as a RequestLog without lines.
+ * A RequestLog of a row's identity: app, module (when set), version,
+ * request id, and `finished` as written; the same in every schema version.
  */
-export function rowToRequestLog(row: Record<string, unknown>): RequestLog {
+export function identityOf(row: Record<string, unknown>): RequestLog {
   const log = create(RequestLogSchema, {
     appId: row.app_id as string,
     versionId: row.version_id as string,
@@ -197,6 +187,15 @@ export function rowToRequestLog(row: Record<string, unknown>): RequestLog {
   });
   if (row.module_set !== 0n) log.moduleId = row.module_id as string;
   if (row.finished_set !== null) log.finished = row.finished_set !== 0n;
+  return log;
+}
+
+/**
+ * A request row (read with safeIntegers, joined with its app, version and
+ * strings: recordJoin in sql.ts) as a RequestLog without lines.
+ */
+export function rowToRequestLog(row: Record<string, unknown>): RequestLog {
+  const log = identityOf(row);
   const text = (column: string) => (row[`${column}_text`] as string | null) ?? "";
   log.ip = ipFromSql(row.ip);
   if (row.nickname !== null) log.nickname = row.nickname as string;

@@ -5,13 +5,13 @@
  * re-encoded (strings to keys, lines to one blob per request, rarely set
  * fields packed) by the same functions the writer uses, and indexed.
  */
-import { create, type DescField, ScalarType } from "@bufbuild/protobuf";
+import { type DescField, ScalarType } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
 import { type RequestLog, RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine } from "../../../domain/records.js";
 import { encodeLines } from "../line-blob.js";
 import { createSearchIndex, docColumnsOf } from "../search-doc.js";
-import { fieldColumns, recordValues } from "../stored-record.js";
+import { fieldColumns, identityOf, recordValues } from "../stored-record.js";
 import { createStrings } from "../strings.js";
 
 export const schema006 = /* sql */ `
@@ -98,13 +98,7 @@ CREATE TABLE updates (
 
 /** Migration 004's `requests` columns of RequestLog fields, read back as that version's rowToRequestLog did. */
 function rowOf004(row: Record<string, unknown>): RequestLog {
-  const log = create(RequestLogSchema, {
-    appId: row.app_id as string,
-    versionId: row.version_id as string,
-    requestId: new Uint8Array(row.request_id as Buffer),
-  });
-  if (row.module_set !== 0n) log.moduleId = row.module_id as string;
-  if (row.finished_set !== null) log.finished = row.finished_set !== 0n;
+  const log = identityOf(row);
   const fields = log as unknown as Record<string, unknown>;
   for (const field of RequestLogSchema.fields as readonly DescField[]) {
     if (field.fieldKind !== "scalar" || !(field.name in row) || field.name === "finished") continue;
