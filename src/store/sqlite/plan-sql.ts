@@ -62,10 +62,11 @@ export function createPlanSql(db: Database.Database) {
      * inside SQLite through the reqlog_*_match functions (scan-budget.ts), so
      * no row is turned into a message just to be tested and dropped. A
      * combined_log_regex first meets the search plan's cheap test, which
-     * spares building the line of rows that cannot match.
+     * spares building the line of rows that cannot match (a scan's; not for
+     * the few candidates of the search index: `prefilter` false).
      * Parameters: @level, @replica (filterParams).
      */
-    filters(plan: ReadPlan, versions: number[] | undefined): string[] {
+    filters(plan: ReadPlan, versions: number[] | undefined, prefilter = true): string[] {
       const where: string[] = [];
       if (!plan.includeIncomplete) where.push("r.finished = 1");
       if (versions) where.push(`r.version_key IN (${versions.map((k) => Number(k)).join(", ")})`);
@@ -75,7 +76,8 @@ export function createPlanSql(db: Database.Database) {
       if (plan.combinedRegex !== undefined) {
         const found = search(plan.combinedRegex);
         if (found.none) where.push("0");
-        if (found.prefilter) where.push(found.prefilter);
+        const test = prefilter ? found.prefilter() : undefined;
+        if (test) where.push(test);
         where.push(`reqlog_combined_match(${combinedMatchArgsSql})`);
       }
       return where.length > 0 ? where : ["1"];

@@ -36,6 +36,9 @@ const { path, searchIndex } = workerData as { path: string; searchIndex: SearchI
 const db = new Database(path, { fileMustExist: true });
 db.pragma("busy_timeout = 5000");
 db.pragma("query_only = ON");
+// A page cache of its own for each worker (SQLite's default is 2 MB): a
+// search walks the index's lists and the candidates' rows.
+db.pragma("cache_size = -16384");
 const reader = createSqliteReader(db, searchIndex);
 
 export default function read({ plan, cancel }: ReadTask): ReadTaskResult {

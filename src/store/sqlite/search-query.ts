@@ -25,14 +25,21 @@ import { stringKind } from "./strings.js";
 export interface SearchPlan {
   /** FTS5 MATCH over request_search; undefined: the index cannot narrow this pattern (scan). */
   match?: string;
-  /** An SQL test on `requests r` every possible match passes; undefined: none to make. */
-  prefilter?: string;
+  /** An SQL test on `requests r` every possible match passes; undefined: none to make. Made when first asked for. */
+  prefilter(): string | undefined;
   /** No text can match the pattern. */
   none: boolean;
 }
 
-/** Trigrams asked for per piece (a subset of an AND is still implied by it). */
-const gramsPerPiece = 6;
+/**
+ * Trigrams asked for per piece (a subset of an AND is still implied by it):
+ * the first and last of those indexed. Neighbouring trigrams mostly come
+ * together (`w/g`, `go.`, `o.m`, `mod`), so more narrow little, and the
+ * index's AND costs about one pass over the shortest list per term
+ * (measured: 6 terms 6.2 ms, 2 terms 2.1 ms for the same 453 candidates
+ * among 10M requests).
+ */
+const gramsPerPiece = 2;
 /** A piece in more referrers and user agents than this requires nothing of the index. */
 const maxEntriesPerPiece = 16;
 
@@ -64,7 +71,7 @@ export function mayBeInTimeOrFixed(piece: string): boolean {
 const ftsString = (s: string) => `"${s.replaceAll('"', '""')}"`;
 const sqlText = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
-/** Up to `gramsPerPiece` of a piece's trigrams that are indexed, spread over it (the first and last always). */
+/** Up to `gramsPerPiece` of a piece's trigrams that are indexed, spread over it (the first and last first). */
 function gramsOf(piece: string, stop: StopGrams): string[] {
   const indexed = trigramsOf(piece).filter((g) => !stop.any(g));
   if (indexed.length <= gramsPerPiece) return indexed;
@@ -200,11 +207,15 @@ export function createSearchPlanner(db: Database.Database) {
       const list = stmt.smallKinds.all() as string[];
       const methods = list.length > 1000 ? undefined : list;
       const query = requiredStrings(pattern);
-      const stop = stopGrams();
-      const fts = condOf(query, "fts", methods, stop);
-      const sql = condOf(query, "sql", methods, stop);
-      if (fts.kind === "false" || sql.kind === "false") return { none: true };
-      return { match: render(fts, "fts"), prefilter: render(sql, "sql"), none: false };
+      const fts = condOf(query, "fts", methods, stopGrams());
+      if (fts.kind === "false") return { none: true, prefilter: () => "0" };
+      // The scans' prefilter is made only for a scan: candidates go to RE2 as they are.
+      let prefilter: { sql: string | undefined } | undefined;
+      return {
+        match: render(fts, "fts"),
+        prefilter: () => (prefilter ??= { sql: render(condOf(query, "sql", methods, stopGrams()), "sql") }).sql,
+        none: false,
+      };
     },
   };
 }

@@ -102,7 +102,7 @@ export function createSnapshotPaging(
     if (source.kind === "candidates") {
       // Every candidate is looked at (they are few): no budget, and the page
       // is the first matches in the same order a scan would find them.
-      where.push("r.id IN (SELECT value FROM json_each(@ids))", ...sql.filters(plan, versions));
+      where.push("r.id IN (SELECT value FROM json_each(@ids))", ...sql.filters(plan, versions, false));
       // NOT INDEXED: each candidate by its row id, then sorted; left alone, the
       // planner walks the app's whole time index for the ORDER BY.
       return sql.statement(
