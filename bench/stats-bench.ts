@@ -32,6 +32,8 @@ import { planStats } from "../src/query/stats-plan.js";
 import { createChangeLog } from "../src/store/sqlite/change-log.js";
 import { createKeys } from "../src/store/sqlite/keys.js";
 import { openDatabase } from "../src/store/sqlite/open-database.js";
+import { createSearchIndex } from "../src/store/sqlite/search-doc.js";
+import { createStrings } from "../src/store/sqlite/strings.js";
 import { createRequestWriter } from "../src/store/sqlite/request-writer.js";
 import { createRollups } from "../src/store/sqlite/rollups.js";
 import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
@@ -65,10 +67,12 @@ function withHandlerRoute(log: RequestLog): RequestLog {
 function writeRate(records: readonly PreparedRecord[], withStats: boolean): number {
   const db = openDatabase({ path: benchDbPath(withStats ? "stats-on" : "stats-off"), sync: "normal" });
   const keys = createKeys(db);
+  const strings = createStrings(db);
+  const search = createSearchIndex(db);
   const changeLog = createChangeLog(db);
   const rollups = createRollups(db);
   const steps = withStats ? rollups : { ...rollups, moveStats: () => {} };
-  const writer = createRequestWriter(db, keys, changeLog, steps);
+  const writer = createRequestWriter(db, keys, strings, search, changeLog, steps);
   const call = db.transaction((batch: readonly PreparedRecord[], at: bigint) => {
     for (const record of batch) writer.writeRecord(record, at);
     steps.flush();

@@ -21,6 +21,8 @@ export interface ServeConfig {
   retentionMs: number;
   /** Worker threads for Reads (0: on the main thread). */
   readWorkers: number;
+  /** Worker threads that decode and validate large Writes and Ingest batches (0: on the main thread). */
+  prepareWorkers: number;
   /** TLS files (PEM); without cert and key the server speaks plaintext. */
   tls: TlsFiles;
   /** Serve on a non-loopback address without tokens (loudly logged). */
@@ -62,6 +64,8 @@ export const serveDefaults = {
   shutdownTimeout: "10s",
   logLevel: "info",
   readWorkers: 2,
+  // Measured slower on two cores (docs/benchmarks.md): the main thread is not the one waiting on decoding.
+  prepareWorkers: 0,
   retention: "0",
 };
 

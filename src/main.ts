@@ -151,6 +151,15 @@ const serveCommand = program
     ),
   )
   .addOption(
+    valueOption(
+      "--prepare-workers <n>",
+      "threads that decode and validate large Writes and Ingest batches beside the writer (default 0: on the main thread)",
+      "REQLOG_PREPARE_WORKERS",
+      parseCount,
+      serveDefaults.prepareWorkers,
+    ),
+  )
+  .addOption(
     new Option("--log-level <level>", "log level")
       .choices(["trace", "debug", "info", "warn", "error", "fatal", "silent"])
       .env("REQLOG_LOG_LEVEL")
@@ -195,6 +204,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     shutdownTimeoutMs: opts.shutdownTimeout as number,
     logLevel: opts.logLevel as string,
     readWorkers: opts.readWorkers as number,
+    prepareWorkers: opts.prepareWorkers as number,
     retentionMs: opts.retention as number,
     allowRemoteWithoutAuth: Boolean(opts.allowRemoteWithoutAuth),
     tls: {

@@ -12,6 +12,7 @@ import type { OtlpMapping } from "./ingest/otlp-log-records.js";
 import { noObserver } from "./service/call-outcome.js";
 import { createLogService, type LogServiceCore } from "./service/log-service.js";
 import type { Backend } from "./store/store.js";
+import { createPreparePool, type PreparePool } from "./write/prepare-pool.js";
 
 export interface ReqlogServerOptions {
   /** HOST:PORT of the gRPC port (port 0 picks a free one). */
@@ -33,6 +34,11 @@ export interface ReqlogServerOptions {
   monotonicNow?: () => number;
   /** Which resource attributes name the app, version and module of OTLP log records. */
   otlp?: OtlpMapping;
+  /**
+   * Threads that decode and validate large Write and Ingest requests
+   * arriving on the gRPC port (default 0: the main thread does it).
+   */
+  prepareWorkers?: number;
 }
 
 export interface ReqlogServer {
@@ -41,6 +47,8 @@ export interface ReqlogServer {
   http: RunningHttpServer | undefined;
   service: LogServiceCore;
   metrics: ReqlogMetrics | undefined;
+  /** The threads that decode and validate large Writes and Ingest batches, when there are any. */
+  prepare: PreparePool | undefined;
   /** Stops serving (calls drain, then are cut off at the shutdown timeout); the backend stays open. */
   shutdown(): Promise<void>;
 }
@@ -59,7 +67,9 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       : undefined;
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
-  const service = createLogService({ store, statuses: backend.statuses, limits, auth, otlp: options.otlp });
+  const prepareWorkers = options.prepareWorkers ?? 0;
+  const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits) : undefined;
+  const service = createLogService({ store, statuses: backend.statuses, limits, auth, otlp: options.otlp, prepare });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {
@@ -100,8 +110,10 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     http,
     service,
     metrics,
+    prepare,
     async shutdown() {
       await Promise.all([grpc.shutdown(), http?.close(options.shutdownTimeoutMs)]);
+      await prepare?.close();
     },
   };
 }

@@ -39,6 +39,7 @@ export async function serve(config: ServeConfig): Promise<void> {
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     logger,
     credentials,
+    prepareWorkers: config.prepareWorkers,
   }).catch(async (err: unknown) => {
     await backend.close();
     throw err;

@@ -6,13 +6,21 @@ function pad2(n: number): string {
   return n < 10 ? `0${n}` : String(n);
 }
 
+// The last second formatted: scans derive many lines of the same second in a row.
+let lastSecond: number | undefined;
+let lastStamp = "";
+
 /** `dd/Mon/yyyy:HH:MM:SS +0000` of a time in microseconds since the epoch, in UTC. */
 export function formatApacheTime(usec: bigint): string {
-  const d = new Date(Number(usec / 1000n));
-  return (
+  const ms = Number(usec / 1000n);
+  const second = Math.floor(ms / 1000);
+  if (second === lastSecond) return lastStamp;
+  const d = new Date(ms);
+  lastStamp =
     `${pad2(d.getUTCDate())}/${months[d.getUTCMonth()]}/${d.getUTCFullYear()}:` +
-    `${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())} +0000`
-  );
+    `${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())} +0000`;
+  lastSecond = second;
+  return lastStamp;
 }
 
 /**

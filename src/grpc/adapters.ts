@@ -105,11 +105,18 @@ function finishStream(
 }
 
 /**
- * Decoded requests of a client stream, as an AsyncIterable; a request that did not decode fails the stream.
+ * Decoded requests of a client stream, as an AsyncIterable (those left as bytes decoded by `decode`, when the
+ * method's are decoded off the main thread); a request that did not decode fails the stream.
  * Not destroyed when the requests end or the handler stops reading: the replies and the status still go out on it.
  */
-async function* requestsOf<T>(call: ServerDuplexStream<Decoded<T>, unknown>): AsyncIterable<T> {
-  for await (const message of call.iterator({ destroyOnReturn: false }) as AsyncIterable<Decoded<T>>) yield decoded(message);
+async function* requestsOf<T>(
+  call: ServerDuplexStream<Decoded<T>, unknown>,
+  decode?: (bytes: Uint8Array) => Promise<unknown>,
+): AsyncIterable<unknown> {
+  for await (const message of call.iterator({ destroyOnReturn: false }) as AsyncIterable<Decoded<T>>) {
+    const request = decoded(message);
+    yield decode && request instanceof Uint8Array ? await decode(request) : request;
+  }
 }
 
 /** A CallObserver that counts the calls being served, so that a shutdown knows when none is left. */
@@ -143,7 +150,7 @@ export function grpcImplementation(
   logger: Logger,
   observer: CallObserver = noObserver,
 ): UntypedServiceImplementation {
-  return serviceImplementation(LogService, core.handlers, methodAccess, core.auth, logger, observer);
+  return serviceImplementation(LogService, core.handlers, methodAccess, core.auth, logger, observer, core.decoders);
 }
 
 /** The grpc-js implementation of any service whose methods have handlers (OTLP's LogsService too). */
@@ -154,6 +161,7 @@ export function serviceImplementation(
   auth: Authorizer,
   logger: Logger,
   observer: CallObserver = noObserver,
+  decoders: Partial<Record<string, (bytes: Uint8Array) => Promise<unknown>>> = {},
 ): UntypedServiceImplementation {
   const implementation: UntypedServiceImplementation = {};
   for (const method of service.methods) {
@@ -166,12 +174,15 @@ export function serviceImplementation(
     switch (method.methodKind) {
       case "unary": {
         const handler = handlers[name] as (req: unknown, ctx: unknown) => Promise<unknown>;
+        const decode = decoders[name];
         handle = (call: ServerUnaryCall<Decoded<unknown>, unknown>, callback: sendUnaryData<unknown>) => {
           const signal = cancellation(call);
           const finish = begin();
           (async () => {
             const opened = await open(call, signal);
-            const reply = await handler(decoded(call.request), opened.context);
+            const message = decoded(call.request);
+            const request = decode && message instanceof Uint8Array ? await decode(message) : message;
+            const reply = await handler(request, opened.context);
             opened.assertAuthorized();
             return reply;
           })().then(
@@ -211,7 +222,7 @@ export function serviceImplementation(
           const stream = call as unknown as ServerWritableStream<unknown, unknown>;
           const work = (async () => {
             const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
-            await pump(handler(requestsOf(call), opened.context), opened, stream);
+            await pump(handler(requestsOf(call, decoders[name]), opened.context), opened, stream);
           })();
           finishStream(stream, work, method.name, logger, finish);
         };

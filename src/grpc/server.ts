@@ -47,7 +47,10 @@ export async function startServer(core: LogServiceCore, options: ServerOptions):
   });
   const calls = createCallCounter();
   const observer = allObservers(calls, options.observer ?? noObserver);
-  server.addService(serverDefinition(LogService, core.limits.maxMessageBytes), grpcImplementation(core, logger, observer));
+  server.addService(
+    serverDefinition(LogService, core.limits.maxMessageBytes, new Set(Object.keys(core.decoders))),
+    grpcImplementation(core, logger, observer),
+  );
   // OTLP/gRPC log exporters (OpenTelemetry SDKs, the Collector) send to the same port.
   server.addService(
     serverDefinition(LogsService, core.limits.maxMessageBytes),

@@ -2,6 +2,7 @@ import type { DescMessage, DescMethod, DescService, MessageShape } from "@bufbui
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
 import { ReqlogError } from "../reqlog-error.js";
+import { decodeMessage } from "../write/decode-message.js";
 
 /**
  * What the server's deserializer hands a handler: the decoded message, or the
@@ -16,11 +17,20 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
+/**
+ * Requests smaller than this are decoded where they arrive even when their
+ * method's may be decoded off the main thread: the hop to a worker would
+ * cost more than decoding them.
+ */
+const offThreadFrom = 16 * 1024;
+
+/** A request's message (or, for `raw`, a large one's bytes, decoded later off the main thread), within the size limit. */
 function decodeRequest<Desc extends DescMessage>(
   schema: Desc,
   bytes: Buffer,
   maxBytes: number,
-): Decoded<MessageShape<Desc>> {
+  raw: boolean,
+): Decoded<MessageShape<Desc> | Uint8Array> {
   if (bytes.length > maxBytes) {
     return {
       ok: false,
@@ -29,14 +39,11 @@ function decodeRequest<Desc extends DescMessage>(
       ),
     };
   }
+  if (raw && bytes.length >= offThreadFrom) return { ok: true, message: bytes };
   try {
-    return { ok: true, message: fromBinary(schema, bytes, { readUnknownFields: false }) };
+    return { ok: true, message: decodeMessage(schema, bytes) };
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    return {
-      ok: false,
-      error: ReqlogError.invalid(`cannot decode ${schema.typeName}: ${reason}`),
-    };
+    return { ok: false, error: err as ReqlogError };
   }
 }
 
@@ -51,10 +58,11 @@ function methodShape(method: DescMethod) {
 
 /**
  * The grpc-js service definition of a Buf service, for the server side:
- * requests decode into `Decoded` results (never throwing), responses encode
- * with toBinary (which checks required fields).
+ * requests decode into `Decoded` results (never throwing), those of the
+ * `raw` methods to their bytes; responses encode with toBinary (which checks
+ * required fields).
  */
-export function serverDefinition(service: DescService, maxMessageBytes: number): ServerMethods {
+export function serverDefinition(service: DescService, maxMessageBytes: number, raw: ReadonlySet<string> = new Set()): ServerMethods {
   const methods: ServerMethods = {};
   for (const method of service.methods) {
     methods[method.localName] = {
@@ -62,7 +70,7 @@ export function serverDefinition(service: DescService, maxMessageBytes: number):
       requestSerialize: () => {
         throw new Error("the server does not serialize requests");
       },
-      requestDeserialize: (bytes: Buffer) => decodeRequest(method.input, bytes, maxMessageBytes),
+      requestDeserialize: (bytes: Buffer) => decodeRequest(method.input, bytes, maxMessageBytes, raw.has(method.localName)),
       responseSerialize: (message: unknown) =>
         asBuffer(toBinary(method.output, message as MessageShape<typeof method.output>)),
       responseDeserialize: () => {

@@ -1,16 +1,7 @@
-import { create, isFieldSet } from "@bufbuild/protobuf";
-import {
-  type IngestAck,
-  IngestAckSchema,
-  type IngestRequest,
-  RequestLinesSchema,
-} from "../../gen/reqlog/v1/log_service_pb.js";
-import type { RequestLines } from "../domain/records.js";
-import { exceeded } from "../limits.js";
-import { checkIdentifier } from "../write/identifiers.js";
-import { prepareRequestLog } from "../write/prepare-request-log.js";
-import { missingRequiredFields, requiredFieldsError } from "../write/required-fields.js";
-import { checkLines, fromUserAppLogLines } from "../write/validate-lines.js";
+import { create } from "@bufbuild/protobuf";
+import { type IngestAck, IngestAckSchema, type IngestRequest } from "../../gen/reqlog/v1/log_service_pb.js";
+import { prepareIngest } from "../write/prepare-batches.js";
+import { preparedIngestOf } from "../write/prepared-requests.js";
 import type { BidiStreamHandler, CallContext } from "./call-context.js";
 import type { ServiceDeps } from "./log-service.js";
 
@@ -33,33 +24,11 @@ const window = 2;
  * stored idempotently).
  */
 export function createIngestHandler({ store, limits }: ServiceDeps): BidiStreamHandler<IngestRequest, IngestAck> {
-  async function commit(batch: IngestRequest, call: CallContext): Promise<IngestAck> {
-    if (batch.log.length > limits.maxRecordsPerWrite) {
-      throw exceeded(limits, "maxRecordsPerWrite", batch.log.length, "number of records in an Ingest batch");
-    }
-    // Records are checked by prepareRequestLog, line entries here.
-    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`));
-    const lines = batch.lines.map((entry, i): RequestLines => {
-      const where = `lines[${i}]`;
-      const missing = missingRequiredFields(RequestLinesSchema, entry, undefined, `${where}.`);
-      if (missing.length > 0) throw requiredFieldsError(missing);
-      checkIdentifier(entry.appId, `${where}.app_id`);
-      checkIdentifier(entry.moduleId, `${where}.module_id`);
-      checkIdentifier(entry.versionId, `${where}.version_id`);
-      checkIdentifier(entry.requestId, `${where}.request_id`);
-      return {
-        request: {
-          appId: entry.appId,
-          moduleId: entry.moduleId,
-          moduleSet: isFieldSet(entry, RequestLinesSchema.field.moduleId),
-          versionId: entry.versionId,
-          requestId: entry.requestId,
-        },
-        lines: checkLines(fromUserAppLogLines(entry.line), limits, `${where}.line`),
-      };
-    });
-    call.authorize(new Set([...batch.log.map((l) => l.appId), ...batch.lines.map((l) => l.appId)]));
-    const result = await store.ingest(records, lines, call.signal);
+  async function commit(request: IngestRequest, call: CallContext): Promise<IngestAck> {
+    const batch = preparedIngestOf(request) ?? prepareIngest(request, limits);
+    if (batch.invalid) throw batch.invalid;
+    call.authorize(batch.apps);
+    const result = await store.ingest(batch.records, batch.lines, call.signal);
     return create(IngestAckSchema, { batchId: batch.batchId, records: result.records, lines: result.lines });
   }
 

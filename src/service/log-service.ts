@@ -13,6 +13,7 @@ import { createStatsHandler } from "./stats.js";
 import { createTailService } from "./tail.js";
 import { createUsageHandler } from "./usage.js";
 import type { OffsetCodec } from "../query/offset-codec.js";
+import type { PreparePool } from "../write/prepare-pool.js";
 import { verifyUtf8 } from "../write/strict-utf8.js";
 import { lazyOffsetCodec } from "./offsets.js";
 import { createWriteHandler } from "./write.js";
@@ -71,6 +72,8 @@ export interface ServiceDeps {
   auth: Authorizer;
   /** Which resource attributes name the app, version and module of OTLP log records (service.name, service.version). */
   otlp?: OtlpMapping;
+  /** Decodes and validates Write and Ingest requests off the main thread, when given (prepare-pool.ts). */
+  prepare?: PreparePool;
 }
 
 /** ServiceDeps with what the service derives from them once, for every handler. */
@@ -88,6 +91,11 @@ export interface LogServiceCore {
   limits: Limits;
   /** Ends every open Tail (server shutdown); open ones are counted for stats. */
   tails: { endAll(): void; open(): number };
+  /**
+   * Methods whose requests a transport may hand over as bytes: this turns
+   * them into the message the handler takes (decoded off the main thread).
+   */
+  decoders: Partial<Record<MethodName, (bytes: Uint8Array) => Promise<unknown>>>;
 }
 
 export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
@@ -112,6 +120,7 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
     auth: deps.auth,
     limits: deps.limits,
     tails: { endAll: tails.endAll, open: tails.open },
+    decoders: deps.prepare ? { write: deps.prepare.write, ingest: deps.prepare.ingest } : {},
   };
 }
 

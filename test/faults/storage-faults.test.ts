@@ -14,7 +14,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const batch = (from: number, n: number): RequestLog[] =>
   Array.from({ length: n }, (_, i) =>
-    minimalLog({ requestId: rid(`r${from + i}`), endTime: t0 + BigInt(from + i), userAgent: "x".repeat(400) }),
+    // A long resource of its own, so the file grows with every batch (a user agent, or a constant start of a resource, is stored once for all).
+    minimalLog({ requestId: rid(`r${from + i}`), endTime: t0 + BigInt(from + i), resource: `/${from + i}/${"x".repeat(400)}` }),
   );
 
 describe("storage faults", () => {

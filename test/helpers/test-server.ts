@@ -16,7 +16,7 @@ import type { RunningServer } from "../../src/grpc/server.js";
 import { dashboardPages } from "../../src/http/dashboard-pages.js";
 import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createLogger } from "../../src/logger.js";
-import { startReqlogServer } from "../../src/reqlog-server.js";
+import { type ReqlogServer, startReqlogServer } from "../../src/reqlog-server.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { t0 } from "./fixtures.js";
 import { createTestClient, type TestClient } from "./test-client.js";
@@ -37,6 +37,8 @@ export interface TestServerOptions {
   http?: boolean;
   /** Serve the dashboard (as built in dist/web by `npm run build`) on the HTTP port (with `http`). */
   dashboard?: boolean;
+  /** Threads that decode large Writes and Ingest batches (default 0, as in production). */
+  prepareWorkers?: number;
   /** TLS for the server; the client then connects with `clientTls`. */
   credentials?: ServerCredentials;
   clientTls?: SecureClientSessionOptions;
@@ -49,6 +51,8 @@ export interface TestServer {
   server: RunningServer;
   /** The HTTP port's address, when the options asked for one. */
   httpAddress: string | undefined;
+  /** The threads that decode large Writes and Ingest batches. */
+  prepare: ReqlogServer["prepare"];
   /** The client of the server (no token). */
   client: TestClient;
   /** The backend the server runs on: its store, tokens, maintenance and raw database. */
@@ -89,6 +93,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     shutdownTimeoutMs: 2000,
     credentials: options.credentials,
     monotonicNow: options.monotonicNow,
+    prepareWorkers: options.prepareWorkers,
   });
   const server = reqlog.grpc;
   const clients: TestClient[] = [];
@@ -101,6 +106,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   return {
     server,
     httpAddress: reqlog.http?.address,
+    prepare: reqlog.prepare,
     client,
     backend,
     connect,

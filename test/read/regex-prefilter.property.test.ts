@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createRandom } from "../../bench/forge-traffic.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { requiredLiterals } from "../../src/query/regex-literals.js";
-import { combinedPrefilterSql } from "../../src/store/sqlite/combined-sql.js";
+import { mayBeInTimeOrFixed } from "../../src/store/sqlite/search-query.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { useTestServer } from "../helpers/test-server.js";
 
@@ -91,11 +91,10 @@ describe("required literals of a pattern", () => {
     expect(requiredLiterals("x😀yz")).toEqual(["x😀yz"]);
   });
 
-  it("make no prefilter from pieces that may lie in the time or the fixed parts", () => {
-    // "Nov" and "2026:10" fit in `21/Nov/2026:10:00:00 +0000`; "+0000" is fixed.
-    expect(combinedPrefilterSql(["Nov/2026:10", "+0000"])).toBeUndefined();
-    expect(combinedPrefilterSql(["go.mod"])).toContain("instr(r.resource, 'go.mod')");
-    expect(combinedPrefilterSql(["it's.x"])).toContain("'it''s.x'");
+  it("tell pieces that may lie in the time or the fixed parts (which the index cannot be asked for)", () => {
+    // "Nov" and "2026:10" fit in `21/Nov/2026:10:00:00 +0000`; "+0000" and "-" are fixed.
+    for (const piece of ["Nov/2026:10", "+0000", "000", "-", "ov/20", "26:1"]) expect(mayBeInTimeOrFixed(piece), piece).toBe(true);
+    for (const piece of ["go.mod", "Stars", "2026x", "12345", "it's"]) expect(mayBeInTimeOrFixed(piece), piece).toBe(false);
   });
 });
 

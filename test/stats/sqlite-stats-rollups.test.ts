@@ -3,16 +3,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { type RequestLog, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { topNamesCapacity } from "../../src/domain/top-names.js";
 import { defaultLimits } from "../../src/limits.js";
 import { planStats } from "../../src/query/stats-plan.js";
-import m004 from "../../src/store/sqlite/migrations/004-stats.js";
-import { openSqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
+import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { maxNamesPerHour, statsNameKind } from "../../src/store/sqlite/stats-rollups.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
 import { useTestServer } from "../helpers/test-server.js";
+import { version4Database, version4FinishedRow } from "../helpers/version4-database.js";
 
 const h0 = 1_795_003_200n * 1_000_000n;
 const never = new AbortController().signal;
@@ -74,33 +74,42 @@ describe("SQLite stats rollups", () => {
   });
 });
 
-describe("migration 005 on a database with 004's stats", () => {
-  it("counts the finished requests stored before it once, when the backend next opens", async () => {
-    const folder = mkdtempSync(join(tmpdir(), "reqlog-stats-"));
-    const open = () => openSqliteBackend({ path: join(folder, "reqlog.db"), readWorkers: 0, now: () => h0 });
-    const statsOf = (b: ReturnType<typeof open>) =>
+describe("migrations 005 and 006 on a database of version 4", () => {
+  it("count the finished requests stored before them once, when the backend next opens", async () => {
+    const logs = [
+      // Over two days, so that day rollups are made too.
+      ...Array.from({ length: 30 }, (_, i) =>
+        distinct(i % 7, {
+          requestId: rid(`m${i}`), ...(i % 2 ? { moduleId: "api", versionId: "v2" } : { versionId: "v1" }), latency: BigInt(i * 997),
+          startTime: h0 + BigInt(i) * 3_000_000_000n, endTime: h0 + BigInt(i) * 3_000_000_000n + 10n, status: 200 + (i % 4) * 100,
+        }),
+      ),
+    ];
+    const statsOf = (b: SqliteBackend) =>
       b.store.stats(planStats(create(StatsRequestSchema, { appId: "forge", perVersion: true, topN: 100 }), defaultLimits), never);
-    const write = (b: ReturnType<typeof open>, logs: RequestLog[]) =>
-      b.store.write(logs.map((l, i) => prepareRequestLog(l, defaultLimits, `log[${i}]`)), never);
+    // The same requests written by today's writer: what Stats must answer.
+    const freshFolder = mkdtempSync(join(tmpdir(), "reqlog-stats-"));
+    const fresh = openSqliteBackend({ path: join(freshFolder, "reqlog.db"), readWorkers: 0, now: () => h0 });
+    let expected;
+    try {
+      await fresh.store.write(logs.map((l, i) => prepareRequestLog(l, defaultLimits, `log[${i}]`)), never);
+      expected = await statsOf(fresh);
+    } finally {
+      await fresh.close();
+      rmSync(freshFolder, { recursive: true, force: true });
+    }
+    expect(expected.records.reduce((n, r) => n + r.requests, 0)).toBe(logs.length);
+
+    const old = version4Database(logs.length + 1);
+    logs.forEach((log, i) => old.insertRow(version4FinishedRow(log, i + 1)));
+    // A request in progress, which Stats does not count.
+    old.insertRow({ ...version4FinishedRow(minimalLog({ requestId: rid("running") }), logs.length + 1), finished: 0, end_time: 0 });
+    old.db.close();
+    const open = () => openSqliteBackend({ path: old.path, readWorkers: 0, now: () => h0 });
     let backend = open();
     try {
-      await write(backend, [
-        // Over two days, so that day rollups are made too.
-        ...Array.from({ length: 30 }, (_, i) =>
-          distinct(i % 7, { requestId: rid(`m${i}`), versionId: `v${i % 2}`, latency: BigInt(i * 997), endTime: h0 + BigInt(i) * 3_000_000_000n }),
-        ),
-        minimalLog({ requestId: rid("running"), finished: false }),
-      ]);
-      const expected = await statsOf(backend);
-      expect(expected.records.length).toBeGreaterThan(0);
+      expect(backend.db.pragma("user_version", { simple: true })).toBe(6);
       expect(statsRowCounts(backend.db).stats_route_days).toBeGreaterThan(0);
-      // As a database at migration 004 looks: 004's tables (without 005's), user_version 4.
-      backend.db.exec(statsTables.map((t) => `DROP TABLE ${t};`).join("\n"));
-      backend.db.exec(m004);
-      backend.db.pragma("user_version = 4");
-      await backend.close();
-      backend = open();
-      expect(backend.db.pragma("user_version", { simple: true })).toBe(5);
       expect(await statsOf(backend)).toEqual(expected);
       expect(backend.db.prepare("SELECT count(*) AS n FROM meta WHERE key = 'stats_backfill'").get()).toEqual({ n: 0 });
       await backend.close();
@@ -108,7 +117,7 @@ describe("migration 005 on a database with 004's stats", () => {
       expect(await statsOf(backend)).toEqual(expected);
     } finally {
       await backend.close();
-      rmSync(folder, { recursive: true, force: true });
+      rmSync(old.folder, { recursive: true, force: true });
     }
   });
 });

@@ -16,9 +16,10 @@ beforeEach(async () => {
 
 function snapshot() {
   return {
+    // Lines are kept in their request's row.
     requests: ts.db.prepare("SELECT * FROM requests ORDER BY id").all(),
-    lines: ts.db.prepare("SELECT * FROM lines ORDER BY request_key, time, pos").all(),
     versions: ts.db.prepare("SELECT * FROM versions ORDER BY id").all(),
+    strings: ts.db.prepare("SELECT * FROM strings ORDER BY id").all(),
   };
 }
 

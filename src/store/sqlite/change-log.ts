@@ -4,23 +4,23 @@ import { currentSeqSql } from "./sql.js";
 /**
  * The change sequence and paging history. Every change to a request row
  * takes the next sequence number (kept in meta within the same
- * transaction), so Tail and paged Reads can tell what changed after a point;
- * numbers used by a rolled-back write are skipped. A change that moves a
- * record in the newest-first order leaves a `moves` row with where it stood,
- * so a Read paging from an older snapshot still finds it there. History
- * older than the offsets' lifetime is pruned (`prune`), and offsets from
- * before the pruned point are refused as expired (`floor`).
+ * transaction), so Tail and paged Reads can tell what changed after a
+ * point; numbers used by a rolled-back write are skipped. A new row's
+ * number is its id; a change to an existing row leaves an `updates` row
+ * with where the row stood before it, so a Read paging from an older
+ * snapshot still finds it there. History older than the offsets' lifetime
+ * is pruned (`prune`), and offsets from before the pruned point are
+ * refused as expired (`floor`).
  */
 export function createChangeLog(db: Database.Database) {
   const stmt = {
     lastSeq: db.prepare(currentSeqSql).pluck().safeIntegers(true),
     saveSeq: db.prepare("UPDATE meta SET value = ? WHERE key = 'seq'"),
-    insertMove: db.prepare("INSERT OR IGNORE INTO moves (request_key, seq, old_sort_time) VALUES (?, ?, ?)"),
-    deleteMoves: db.prepare("DELETE FROM moves WHERE request_key = ?"),
+    insertUpdate: db.prepare("INSERT INTO updates (seq, request_key, old_sort_time) VALUES (?, ?, ?)"),
     markSeq: db.prepare("INSERT OR REPLACE INTO seq_marks (time, seq) VALUES (?, ?)"),
     markBefore: db.prepare("SELECT seq FROM seq_marks WHERE time <= ? ORDER BY time DESC LIMIT 1").pluck().safeIntegers(true),
     pruneMarks: db.prepare("DELETE FROM seq_marks WHERE time < ?"),
-    pruneMoves: db.prepare("DELETE FROM moves WHERE seq <= ?"),
+    pruneUpdates: db.prepare("DELETE FROM updates WHERE seq <= ?"),
     setMovesFloor: db.prepare("UPDATE meta SET value = max(value, ?) WHERE key = 'moves_floor'"),
   };
   let seq = stmt.lastSeq.get() as bigint;
@@ -34,13 +34,9 @@ export function createChangeLog(db: Database.Database) {
     save(): void {
       stmt.saveSeq.run(seq);
     },
-    /** Remembers where a row stood before the change `changeSeq` moved it from `oldSortTime` to `sortTime`. */
-    noteMove(rowId: bigint, oldSortTime: bigint, sortTime: bigint, changeSeq: bigint): void {
-      if (oldSortTime !== sortTime) stmt.insertMove.run(rowId, changeSeq, oldSortTime);
-    },
-    /** Forgets a deleted row's history. */
-    forgetRow(rowId: bigint): void {
-      stmt.deleteMoves.run(rowId);
+    /** Notes that the change `changeSeq` changed an existing row, which stood at `oldSortTime`. */
+    noteUpdate(rowId: bigint, oldSortTime: bigint, changeSeq: bigint): void {
+      stmt.insertUpdate.run(changeSeq, rowId, oldSortTime);
     },
     /**
      * Marks the sequence number reached at `now`, then drops history before
@@ -50,7 +46,7 @@ export function createChangeLog(db: Database.Database) {
       stmt.markSeq.run(now, seq);
       const floor = stmt.markBefore.get(cutoff) as bigint | undefined;
       if (floor !== undefined) {
-        stmt.pruneMoves.run(floor);
+        stmt.pruneUpdates.run(floor);
         stmt.setMovesFloor.run(floor);
         stmt.pruneMarks.run(cutoff);
       }

@@ -19,7 +19,8 @@ function migrate(db: Database.Database): void {
   for (const m of migrations) {
     if (m.version <= current) continue;
     db.transaction(() => {
-      db.exec(m.sql);
+      if (m.sql) db.exec(m.sql);
+      m.run?.(db);
       db.pragma(`user_version = ${m.version}`);
     })();
   }

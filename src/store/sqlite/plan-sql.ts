@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type { ReadPlan } from "../../query/read-plan.js";
-import { requiredLiterals } from "../../query/regex-literals.js";
-import { combinedPrefilterSql, combinedSql } from "./combined-sql.js";
+import { combinedMatchArgsSql } from "./combined-match.js";
+import { createSearchPlanner, type SearchPlan } from "./search-query.js";
 import { versionKeySql } from "./sql.js";
 
 /** Named parameters for a statement built for a plan: the ones it uses are the defined ones. */
@@ -20,8 +20,28 @@ export function createPlanSql(db: Database.Database) {
     versionKey: db.prepare(versionKeySql).pluck(),
   };
   const statements = new Map<string, Database.Statement>();
+  const planner = createSearchPlanner(db);
+  // The search plans of the Read running now (its transaction's dictionary).
+  const searches = new Map<string, SearchPlan>();
+
+  function search(pattern: string): SearchPlan {
+    let plan = searches.get(pattern);
+    if (!plan) {
+      plan = planner.plan(pattern);
+      searches.set(pattern, plan);
+    }
+    return plan;
+  }
 
   return {
+    /** Starts planning a Read (or Tail batch): search plans are made afresh, inside its transaction. */
+    begin(): void {
+      searches.clear();
+    },
+
+    /** The search index's part in a combined_log_regex (search-query.ts). */
+    search,
+
     /** The version keys a plan's module/version pairs name (undefined: no version filter). */
     versionKeys(app: number, plan: ReadPlan): number[] | undefined {
       if (!plan.versions) return undefined;
@@ -39,23 +59,26 @@ export function createPlanSql(db: Database.Database) {
 
     /**
      * Filters on the record's current values, RE2 patterns included: they run
-     * inside SQLite through the reqlog_*_match functions, on the combined line
-     * (stored, or derived in SQL) and the host as bytes, so no row is turned
-     * into JS strings or messages just to be tested and dropped. Measured on
-     * forge traffic (docs/benchmarks.md), this beat scanning the lines as
-     * Buffers or strings in JS. Parameters: @level, @replica (filterParams).
+     * inside SQLite through the reqlog_*_match functions (scan-budget.ts), so
+     * no row is turned into a message just to be tested and dropped. A
+     * combined_log_regex first meets the search plan's cheap test, which
+     * spares building the line of rows that cannot match (a scan's; not for
+     * the few candidates of the search index: `prefilter` false).
+     * Parameters: @level, @replica (filterParams).
      */
-    filters(plan: ReadPlan, versions: number[] | undefined): string[] {
+    filters(plan: ReadPlan, versions: number[] | undefined, prefilter = true): string[] {
       const where: string[] = [];
       if (!plan.includeIncomplete) where.push("r.finished = 1");
       if (versions) where.push(`r.version_key IN (${versions.map((k) => Number(k)).join(", ")})`);
       if (plan.minimumLogLevel !== undefined) where.push("r.max_level >= @level");
       if (plan.replicaIndex !== undefined) where.push("coalesce(r.replica_index, -1) = @replica");
-      if (plan.hostRegex !== undefined) where.push("reqlog_host_match(CAST(coalesce(r.host, '') AS BLOB))");
+      if (plan.hostRegex !== undefined) where.push("reqlog_host_match(r.host, (SELECT text FROM strings WHERE id = r.host))");
       if (plan.combinedRegex !== undefined) {
-        const prefilter = combinedPrefilterSql(requiredLiterals(plan.combinedRegex));
-        if (prefilter) where.push(prefilter);
-        where.push(`reqlog_combined_match(CAST(${combinedSql} AS BLOB))`);
+        const found = search(plan.combinedRegex);
+        if (found.none) where.push("0");
+        const test = prefilter ? found.prefilter() : undefined;
+        if (test) where.push(test);
+        where.push(`reqlog_combined_match(${combinedMatchArgsSql})`);
       }
       return where.length > 0 ? where : ["1"];
     },

@@ -10,6 +10,7 @@ import { ReqlogError } from "../../reqlog-error.js";
 import type { ReadResult, StatsResult } from "../store.js";
 import type { ReadTask, ReadTaskResult } from "./read-worker.js";
 import { unpackStats } from "./stats-result-codec.js";
+import type { SearchIndexUse } from "./snapshot-paging.js";
 
 /** The compiled worker: tests run the TypeScript sources, but threads need JS (npm test builds first). */
 const workerScript = join(packageRoot(), "dist", "src", "store", "sqlite", "read-worker-entry.cjs");
@@ -36,11 +37,11 @@ export interface ReadPool {
  * destroyed at once (its queued Reads fail with UNAVAILABLE) and the next
  * Read starts a fresh one.
  */
-export function createReadPool(path: string, size: number): ReadPool {
+export function createReadPool(path: string, size: number, searchIndex: SearchIndexUse = "auto"): ReadPool {
   const start = () => {
     const pool = new Piscina<ReadTask, ReadTaskResult>({
       filename: workerScript,
-      workerData: { path },
+      workerData: { path, searchIndex },
       minThreads: size,
       maxThreads: size,
       // Each worker holds a connection and compiled statements: keep them.

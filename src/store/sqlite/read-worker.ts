@@ -13,6 +13,7 @@ import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import type { StatsPlan } from "../../query/stats-plan.js";
 import { ReqlogError } from "../../reqlog-error.js";
+import type { SearchIndexUse } from "./snapshot-paging.js";
 import { createSqliteReader } from "./sqlite-reader.js";
 import { createStatsReader } from "./sqlite-stats.js";
 import { type PackedStats, packStats } from "./stats-result-codec.js";
@@ -37,11 +38,14 @@ export type ReadTaskResult =
   | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
   | { error: { message: string; code?: string } };
 
-const { path } = workerData as { path: string };
+const { path, searchIndex } = workerData as { path: string; searchIndex: SearchIndexUse };
 const db = new Database(path, { fileMustExist: true });
 db.pragma("busy_timeout = 5000");
 db.pragma("query_only = ON");
-const reader = createSqliteReader(db);
+// A page cache of its own for each worker (SQLite's default is 2 MB): a
+// search walks the index's lists and the candidates' rows.
+db.pragma("cache_size = -16384");
+const reader = createSqliteReader(db, searchIndex);
 const stats = createStatsReader(db);
 
 export default function read(task: ReadTask): ReadTaskResult {

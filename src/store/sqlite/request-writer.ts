@@ -5,127 +5,98 @@ import type { AppLine, PreparedRecord, RequestContext } from "../../domain/recor
 import { statsFactsOf } from "../../write/stats-facts.js";
 import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
 import type { ChangeLog } from "./change-log.js";
-import { sqlDerivable } from "./combined-sql.js";
 import type { Keys } from "./keys.js";
-import { recordColumns, recordColumnValues, toSql } from "./record-columns.js";
+import { encodeLines, mergeLines } from "./line-blob.js";
 import { hourOf, type Rollups, type StoredRow, shareOf, statsShareOf } from "./rollups.js";
-import { rowUsageColumns } from "./sql.js";
+import { docColumnsOf, type SearchDocColumns, type SearchIndex } from "./search-doc.js";
+import { storedRowSql } from "./sql.js";
+import { fieldColumns, recordValues } from "./stored-record.js";
+import type { Strings } from "./strings.js";
 
-interface LineTotals {
-  max_level: number | null;
-  line_count: number;
-  line_bytes: number;
+/** A stored row as a write reads it: its shares of the rollups, its lines and its search document's columns. */
+type ExistingRow = StoredRow & SearchDocColumns & { max_level: bigint | null; lines: Buffer | null };
+
+const requestId = (id: Uint8Array) => Buffer.from(id.buffer, id.byteOffset, id.byteLength);
+
+/** Line totals of lines about to be stored. */
+function totalsOf(lines: readonly AppLine[]): { bytes: number; maxLevel: number } {
+  let bytes = 0;
+  let maxLevel = -1;
+  for (const line of lines) {
+    bytes += lineWireBytes(line);
+    if (line.level > maxLevel) maxLevel = line.level;
+  }
+  return { bytes, maxLevel };
 }
 
 /**
- * Writes of request rows and their app lines, inside the caller's
- * transaction: upserts by (app, request id), lines stored once, and every
- * change moving the row's share of the usage rollups and taking a change
- * sequence number.
+ * Writes of request rows (with their app lines, stored-record.ts and
+ * line-blob.ts) inside the caller's transaction: upserts by (app, request
+ * id), lines stored once, the search document kept equal to the row, and
+ * every change moving the row's share of the rollups and taking a change
+ * sequence number (a new row's is its id; a changed row's is noted in
+ * `updates` with where it stood).
  */
-export function createRequestWriter(db: Database.Database, keys: Keys, changes: ChangeLog, rollups: Rollups) {
-  const columnNames = recordColumns.map((f) => f.name);
-  // A record's row, with `extra` columns after the field columns. Positional
-  // parameters: binding ~45 named ones costs more than the insert.
-  const recordInsert = (extra: string[]) => `
-      INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, seq, created_seq, module_set, finished_set, combined, record_bytes, ${[...columnNames, ...extra].join(", ")})
-      VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${[...columnNames, ...extra].map(() => "?").join(", ")})`;
-
+export function createRequestWriter(
+  db: Database.Database,
+  keys: Keys,
+  strings: Strings,
+  search: SearchIndex,
+  changes: ChangeLog,
+  rollups: Rollups,
+) {
+  const head = [
+    "app_key", "version_key", "request_id", "has_record", "finished", "sort_time", "seq", "max_level", "record_bytes",
+    "line_count", "line_bytes", "module_set", "finished_set",
+  ];
+  const recordColumns = [...head, ...fieldColumns, "lines"];
   const stmt = {
-    requestByKey: db
-      .prepare(`SELECT ${rowUsageColumns} FROM requests WHERE app_key = ? AND request_id = ?`)
-      .safeIntegers(true),
-    // A record whose row exists (a placeholder, or an earlier write of it).
-    upsertRecord: db.prepare(`
-      ${recordInsert([])}
-      ON CONFLICT (app_key, request_id) DO UPDATE SET
-        version_key = excluded.version_key, has_record = 1, finished = excluded.finished,
-        record_bytes = excluded.record_bytes,
-        sort_time = excluded.sort_time, updated_at = excluded.updated_at, seq = excluded.seq,
-        module_set = excluded.module_set, finished_set = excluded.finished_set,
-        combined = excluded.combined, ${columnNames.map((c) => `${c} = excluded.${c}`).join(", ")}`),
-    // A record not stored before: its lines' totals go in with it (its lines are all new).
-    insertRecord: db.prepare(recordInsert(["max_level", "line_count", "line_bytes"])),
+    existing: db.prepare(`${storedRowSql}, r.max_level, r.lines FROM requests r WHERE r.app_key = ? AND r.request_id = ?`).safeIntegers(true),
+    // Positional parameters: binding ~30 named ones costs more than the insert.
+    insert: db.prepare(`INSERT INTO requests (id, ${recordColumns.join(", ")}) VALUES (?, ${recordColumns.map(() => "?").join(", ")})`),
+    update: db.prepare(`UPDATE requests SET ${recordColumns.map((c) => `${c} = ?`).join(", ")} WHERE id = ?`),
     insertStub: db.prepare(`
-      INSERT INTO requests (app_key, version_key, request_id, has_record, finished, sort_time,
-        updated_at, seq, created_seq, module_set, finished_set, record_bytes, ip, start_time, end_time,
-        latency, mcycles, method, resource, http_version, status, response_size, url_map_entry,
-        max_level, line_count, line_bytes)
-      VALUES (@app, @version, @request_id, 0, 0, @now, @now, @seq, @seq, @module_set, 0, 0, '', @first,
-        0, 0, 0, '', '', '', 0, 0, '', @max_level, @line_count, @line_bytes)`),
+      INSERT INTO requests (id, app_key, version_key, request_id, has_record, finished, sort_time, max_level,
+        record_bytes, line_count, line_bytes, module_set, finished_set, ip, start_time, end_time, latency, mcycles,
+        resource, status, response_size, lines)
+      VALUES (?, ?, ?, ?, 0, 0, ?, ?, 0, ?, ?, ?, 0, '', ?, 0, 0, 0, '', 0, 0, ?)`),
     touch: db.prepare(`
-      UPDATE requests SET updated_at = @now, sort_time = @sort_time, seq = @seq,
+      UPDATE requests SET sort_time = @sort_time, seq = @seq, lines = @lines, max_level = @max_level,
+        line_count = line_count + @added, line_bytes = line_bytes + @bytes,
         start_time = CASE WHEN has_record = 0 THEN min(start_time, @first) ELSE start_time END
       WHERE id = @id`),
-    insertLine: db.prepare(
-      "INSERT OR IGNORE INTO lines (request_key, time, pos, level, message) VALUES (?, ?, ?, ?, ?)",
-    ),
-    addLines: db.prepare(`
-      UPDATE requests SET max_level = max(coalesce(max_level, -1), ?),
-        line_count = line_count + ?, line_bytes = line_bytes + ? WHERE id = ?`),
   };
-
-  /** Stores the lines not stored yet; returns how many were new and their bytes. */
-  function insertLines(requestKey: bigint, lines: readonly AppLine[]): { added: number; bytes: number } {
-    let added = 0;
-    let bytes = 0;
-    let maxLevel = -1;
-    for (const line of lines) {
-      if (stmt.insertLine.run(requestKey, line.time, line.pos, line.level, line.message).changes > 0) {
-        added++;
-        bytes += lineWireBytes(line);
-      }
-      if (line.level > maxLevel) maxLevel = line.level;
-    }
-    if (lines.length > 0) stmt.addLines.run(maxLevel, added, bytes, requestKey);
-    return { added, bytes };
-  }
-
-  /**
-   * Inserts a request row not stored before (by `insertRow`, given its lines'
-   * count, bytes and highest level, so the row is written once), then its lines.
-   */
-  function insertWithLines(insertRow: (totals: LineTotals) => bigint, lines: readonly AppLine[]): { added: number; bytes: number } {
-    let bytes = 0;
-    let maxLevel = -1;
-    for (const line of lines) {
-      bytes += lineWireBytes(line);
-      if (line.level > maxLevel) maxLevel = line.level;
-    }
-    const id = insertRow({ max_level: lines.length > 0 ? maxLevel : null, line_count: lines.length, line_bytes: bytes });
-    // A record's lines differ by position, so all are new; were one not, the totals are put right.
-    let ignored = 0;
-    let ignoredBytes = 0;
-    for (const line of lines) {
-      if (stmt.insertLine.run(id, line.time, line.pos, line.level, line.message).changes === 0) {
-        ignored++;
-        ignoredBytes += lineWireBytes(line);
-      }
-    }
-    if (ignored > 0) stmt.addLines.run(maxLevel, -ignored, -ignoredBytes, id);
-    return { added: lines.length - ignored, bytes: bytes - ignoredBytes };
-  }
 
   /**
    * Adds lines to an existing row: a change (new seq); an in-progress row
    * moves to now. Its share of the stats rollups stays: a finished row keeps
    * its sort time, and one in progress counts in no stats.
    */
-  function flushInto(existing: StoredRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
+  function flushInto(existing: ExistingRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
     if (lines.length === 0) return 0;
     const changeSeq = changes.next();
     const sortTime = existing.finished === 1n ? existing.sort_time : at;
-    changes.noteMove(existing.id, existing.sort_time, sortTime, changeSeq);
-    stmt.touch.run({ now: at, sort_time: sortTime, seq: changeSeq, first, id: existing.id });
-    const { added, bytes } = insertLines(existing.id, lines);
+    changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
+    const merged = mergeLines(existing.lines, lines);
+    const { bytes, maxLevel } = totalsOf(merged.added);
+    const storedMax = existing.max_level === null ? -1 : Number(existing.max_level);
+    stmt.touch.run({
+      sort_time: sortTime,
+      seq: changeSeq,
+      lines: merged.blob,
+      max_level: Math.max(storedMax, maxLevel) < 0 ? null : Math.max(storedMax, maxLevel),
+      added: merged.added.length,
+      bytes,
+      first,
+      id: existing.id,
+    });
     rollups.move(shareOf(existing), shareOf({
       ...existing,
       sort_time: sortTime,
-      line_count: existing.line_count + BigInt(added),
+      line_count: existing.line_count + BigInt(merged.added.length),
       line_bytes: existing.line_bytes + BigInt(bytes),
     }));
-    return added;
+    return merged.added.length;
   }
 
   return {
@@ -133,8 +104,7 @@ export function createRequestWriter(db: Database.Database, keys: Keys, changes: 
     writeRecord(record: PreparedRecord, at: bigint): number {
       const log = record.log;
       const app = keys.app(log.appId);
-      const requestId = toSql(RequestLogSchema.field.requestId, log.requestId);
-      const existing = stmt.requestByKey.get(app, requestId) as StoredRow | undefined;
+      const existing = stmt.existing.get(app, requestId(log.requestId)) as ExistingRow | undefined;
       if (existing && existing.has_record === 1n && existing.finished === 1n && !log.finished) {
         // A finished record is never turned back into an in-progress one by a
         // late or retried in-progress write; its lines are still kept.
@@ -144,33 +114,38 @@ export function createRequestWriter(db: Database.Database, keys: Keys, changes: 
       const sortTime = log.finished ? log.endTime : at;
       const versionKey = keys.version(app, log.moduleId, log.versionId);
       const recordBytes = recordWireBytes(log);
-      const values: unknown[] = [
+      const fields = recordValues(record, strings.key);
+      const merged = mergeLines(existing?.lines, record.lines);
+      const { bytes, maxLevel } = totalsOf(merged.added);
+      const storedMax = existing?.max_level == null ? -1 : Number(existing.max_level);
+      const lineCount = (existing?.line_count ?? 0n) + BigInt(merged.added.length);
+      const lineBytes = (existing?.line_bytes ?? 0n) + BigInt(bytes);
+      const values = [
         app,
         versionKey,
-        requestId,
+        requestId(log.requestId),
+        1,
         log.finished ? 1 : 0,
         sortTime,
-        at,
-        changeSeq,
-        changeSeq,
+        existing ? changeSeq : null,
+        Math.max(storedMax, maxLevel) < 0 ? null : Math.max(storedMax, maxLevel),
+        recordBytes,
+        lineCount,
+        lineBytes,
         isFieldSet(log, RequestLogSchema.field.moduleId) ? 1 : 0,
         isFieldSet(log, RequestLogSchema.field.finished) ? (log.finished ? 1 : 0) : null,
-        // NULL: derived again on read, in JS and (for RE2 filters) in SQL.
-        record.storedCombined ?? (sqlDerivable(log) ? null : log.combined),
-        recordBytes,
+        ...fields,
+        merged.blob,
       ];
-      values.push(...recordColumnValues(log));
-      let added: number;
-      let bytes: number;
       if (existing) {
-        changes.noteMove(existing.id, existing.sort_time, sortTime, changeSeq);
-        stmt.upsertRecord.run(values);
-        ({ added, bytes } = insertLines(existing.id, record.lines));
+        changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
+        stmt.update.run(...values, existing.id);
+        const doc = docColumnsOf(existing.id, fields, log.resource);
+        if (existing.has_record === 1n) search.replace(existing, doc);
+        else search.add(doc, changeSeq + 1n);
       } else {
-        ({ added, bytes } = insertWithLines(
-          (t) => BigInt(stmt.insertRecord.run(...values, t.max_level, t.line_count, t.line_bytes).lastInsertRowid),
-          record.lines,
-        ));
+        stmt.insert.run(changeSeq, ...values);
+        search.add(docColumnsOf(changeSeq, fields, log.resource), changeSeq + 1n);
       }
       rollups.move(existing && shareOf(existing), shareOf({
         app_key: BigInt(app),
@@ -178,41 +153,29 @@ export function createRequestWriter(db: Database.Database, keys: Keys, changes: 
         sort_time: sortTime,
         has_record: 1n,
         record_bytes: BigInt(recordBytes),
-        line_count: (existing?.line_count ?? 0n) + BigInt(added),
-        line_bytes: (existing?.line_bytes ?? 0n) + BigInt(bytes),
+        line_count: lineCount,
+        line_bytes: lineBytes,
       }));
       rollups.moveStats(
         existing && statsShareOf(existing),
         log.finished ? { appKey: app, versionKey, hour: hourOf(sortTime), facts: statsFactsOf(log) } : undefined,
       );
-      return added;
+      return merged.added.length;
     },
 
     /** Stores app lines of one request (a placeholder row until its record arrives); returns how many were new. */
     flushLines(request: RequestContext, lines: readonly AppLine[], at: bigint): number {
       if (lines.length === 0) return 0;
       const app = keys.app(request.appId);
-      const requestId = toSql(RequestLogSchema.field.requestId, request.requestId);
       const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
-      const existing = stmt.requestByKey.get(app, requestId) as StoredRow | undefined;
+      const existing = stmt.existing.get(app, requestId(request.requestId)) as ExistingRow | undefined;
       if (existing) return flushInto(existing, lines, at, first);
       const version = keys.version(app, request.moduleId, request.versionId);
-      const seqOfStub = changes.next();
-      const { added, bytes } = insertWithLines(
-        (totals) =>
-          BigInt(
-            stmt.insertStub.run({
-              app,
-              version,
-              request_id: requestId,
-              now: at,
-              seq: seqOfStub,
-              module_set: request.moduleSet ? 1 : 0,
-              first,
-              ...totals,
-            }).lastInsertRowid,
-          ),
-        lines,
+      const id = changes.next();
+      const { bytes, maxLevel } = totalsOf(lines);
+      stmt.insertStub.run(
+        id, app, version, requestId(request.requestId), at, maxLevel, lines.length, bytes, request.moduleSet ? 1 : 0,
+        first, encodeLines(lines),
       );
       rollups.move(undefined, shareOf({
         app_key: BigInt(app),
@@ -220,10 +183,10 @@ export function createRequestWriter(db: Database.Database, keys: Keys, changes: 
         sort_time: at,
         has_record: 0n,
         record_bytes: 0n,
-        line_count: BigInt(added),
+        line_count: BigInt(lines.length),
         line_bytes: BigInt(bytes),
       }));
-      return added;
+      return lines.length;
     },
   };
 }

@@ -3,7 +3,8 @@ import type { Clock } from "../../clock.js";
 import type { Maintenance } from "../store.js";
 import type { ChangeLog } from "./change-log.js";
 import { type Rollups, type StoredRow, shareOf, statsShareOf } from "./rollups.js";
-import { rowUsageColumns } from "./sql.js";
+import type { SearchDocColumns, SearchIndex } from "./search-doc.js";
+import { storedRowSql } from "./sql.js";
 import type { RunChange } from "./sqlite-store.js";
 import { guarded } from "./storage-error.js";
 
@@ -12,8 +13,8 @@ const vacuumPages = 2048;
 
 /**
  * Retention and compaction on SQLite: old requests deleted oldest first
- * with their lines and paging history (the rollups follow), paging history
- * pruned, and freed pages returned by incremental vacuum.
+ * with their lines and search documents (the rollups follow), paging
+ * history pruned, and freed pages returned by incremental vacuum.
  */
 export function createSqliteMaintenance(
   db: Database.Database,
@@ -21,16 +22,16 @@ export function createSqliteMaintenance(
   change: RunChange,
   changes: ChangeLog,
   rollups: Rollups,
+  search: SearchIndex,
 ): Maintenance {
   const stmt = {
     apps: db.prepare("SELECT id FROM apps").pluck(),
     expiring: db
       .prepare(`
-        SELECT ${rowUsageColumns}
-        FROM requests INDEXED BY requests_by_time
-        WHERE app_key = ? AND sort_time < ? ORDER BY sort_time LIMIT ?`)
+        ${storedRowSql}
+        FROM requests r INDEXED BY requests_by_time
+        WHERE r.app_key = ? AND r.sort_time < ? ORDER BY r.sort_time LIMIT ?`)
       .safeIntegers(true),
-    deleteLines: db.prepare("DELETE FROM lines WHERE request_key = ?"),
     deleteRequest: db.prepare("DELETE FROM requests WHERE id = ?"),
   };
 
@@ -39,9 +40,9 @@ export function createSqliteMaintenance(
       return change(() => {
         let deleted = 0;
         for (const app of stmt.apps.all() as number[]) {
-          for (const row of stmt.expiring.all(app, cutoff, limit - deleted) as StoredRow[]) {
-            stmt.deleteLines.run(row.id);
-            changes.forgetRow(row.id);
+          for (const row of stmt.expiring.all(app, cutoff, limit - deleted) as (StoredRow & SearchDocColumns)[]) {
+            // Its `updates` stay until pruned by age: they name no other row (keys are not reused).
+            if (row.has_record === 1n) search.remove(row);
             stmt.deleteRequest.run(row.id);
             rollups.move(shareOf(row), undefined);
             rollups.moveStats(statsShareOf(row), undefined);

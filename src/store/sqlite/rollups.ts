@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import { statsFactsOf } from "../../write/stats-facts.js";
-import { rowUsageColumns } from "./sql.js";
+import { storedRowSql } from "./sql.js";
 import { createStatsRollups, type StatsRollups, type StatsShare } from "./stats-rollups.js";
 
 const usecPerHour = 3_600_000_000n;
@@ -45,7 +45,7 @@ interface RowStats {
   user_agent: string | null;
 }
 
-/** A stored row as a write or retention reads it (the columns of sql.ts rowUsageColumns). */
+/** A stored row as a write or retention reads it (the columns of sql.ts storedRowSql). */
 export interface StoredRow extends RowUsage, RowStats {
   id: bigint;
 }
@@ -140,7 +140,7 @@ export type Rollups = ReturnType<typeof createRollups>;
 function backfillStats(db: Database.Database, stats: StatsRollups): void {
   if (db.prepare("SELECT 1 FROM meta WHERE key = 'stats_backfill'").get() === undefined) return;
   const page = db
-    .prepare(`SELECT ${rowUsageColumns} FROM requests WHERE id > ? AND has_record = 1 AND finished = 1 ORDER BY id LIMIT 5000`)
+    .prepare(`${storedRowSql} FROM requests r WHERE r.id > ? AND r.has_record = 1 AND r.finished = 1 ORDER BY r.id LIMIT 5000`)
     .safeIntegers(true);
   db.transaction(() => {
     for (let after = 0n; ; ) {

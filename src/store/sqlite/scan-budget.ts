@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type RE2 from "re2";
 import { compileRegex, type ReadPlan } from "../../query/read-plan.js";
+import { combinedLineOf } from "./combined-match.js";
 
 /** How often (in rows) a scan looks at the clock and at its cancel flag. */
 const clockEvery = 64;
@@ -10,8 +11,10 @@ const clockEvery = 64;
  * connection (one at a time: better-sqlite3 is synchronous), read by SQL
  * functions registered on it: reqlog_spent() counts each row a scan yields
  * and turns true once the plan's rows or time are used up, or the call is
- * cancelled (a flag another thread may set); reqlog_combined_match and
- * reqlog_host_match test a row's combined line and host as bytes.
+ * cancelled (a flag another thread may set); reqlog_combined_match tests
+ * a row's combined line (stored, or built from its fields) and
+ * reqlog_host_match its host, each as bytes (RE2 reads them without a
+ * conversion); a host is tested once per Read.
  */
 export function createScanBudget(db: Database.Database) {
   const state = {
@@ -23,6 +26,7 @@ export function createScanBudget(db: Database.Database) {
     cancel: undefined as Int32Array | undefined,
     combined: undefined as RE2 | undefined,
     host: undefined as RE2 | undefined,
+    hosts: new Map<bigint | null, number>(),
   };
   const cancelled = () => state.cancel !== undefined && Atomics.load(state.cancel, 0) === 1;
 
@@ -38,10 +42,17 @@ export function createScanBudget(db: Database.Database) {
     }
     return state.spent ? 1 : 0;
   });
-  db.function("reqlog_combined_match", (line: unknown) =>
-    Buffer.isBuffer(line) && state.combined?.test(line) ? 1 : 0,
+  db.function("reqlog_combined_match", { varargs: true, safeIntegers: true }, (...args: unknown[]) =>
+    state.combined?.test(Buffer.from(combinedLineOf(args))) ? 1 : 0,
   );
-  db.function("reqlog_host_match", (host: unknown) => (Buffer.isBuffer(host) && state.host?.test(host) ? 1 : 0));
+  db.function("reqlog_host_match", { safeIntegers: true }, (key: unknown, host: unknown) => {
+    let matched = state.hosts.get(key as bigint | null);
+    if (matched === undefined) {
+      matched = state.host?.test(Buffer.from(typeof host === "string" ? host : "")) ? 1 : 0;
+      state.hosts.set(key as bigint | null, matched);
+    }
+    return matched;
+  });
 
   return {
     /** Runs `work` with the plan's budget and patterns in force. */
@@ -55,6 +66,7 @@ export function createScanBudget(db: Database.Database) {
         combined: compileRegex(plan.combinedRegex),
         host: compileRegex(plan.hostRegex),
       });
+      state.hosts.clear();
       try {
         return work();
       } finally {
@@ -66,6 +78,10 @@ export function createScanBudget(db: Database.Database) {
           deadline: Number.POSITIVE_INFINITY,
         });
       }
+    },
+    /** Counts rows examined outside a scan (a Read's search index candidates). */
+    charge(rows: number): void {
+      state.examined += rows;
     },
     /** Rows the running (or last) scan examined. */
     get examined(): number {

@@ -10,9 +10,13 @@ import { createRequestWriter } from "./request-writer.js";
 import { createSqliteMaintenance } from "./retention.js";
 import { createRollups } from "./rollups.js";
 import { createSqliteReader } from "./sqlite-reader.js";
+import type { SearchIndexUse } from "./snapshot-paging.js";
 import { createSqliteStatuses } from "./sqlite-statuses.js";
 import { createSqliteStore, type RunChange } from "./sqlite-store.js";
 import { createSqliteTokens } from "./sqlite-tokens.js";
+import { createSearchIndex } from "./search-doc.js";
+import type { StopGramRule } from "./stop-grams.js";
+import { createStrings } from "./strings.js";
 import { guarded } from "./storage-error.js";
 import { createWriteBatcher } from "./write-batcher.js";
 
@@ -25,6 +29,10 @@ export interface SqliteBackendOptions {
   readWorkers?: number;
   /** The clock (µs); the system clock by default. */
   now?: Clock;
+  /** When regex Reads ask the search index (snapshot-paging.ts); `auto` by default. */
+  searchIndex?: SearchIndexUse;
+  /** When the search index stops indexing common grams (stop-grams.ts); tests make it quick. */
+  stopGrams?: StopGramRule;
 }
 
 /** The SQLite backend, with its raw handle for the CLI and for tests that look at rows. */
@@ -46,6 +54,8 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const now = options.now ?? systemClock;
   const listeners = new Set<() => void>();
   const keys = createKeys(db);
+  const strings = createStrings(db);
+  const search = createSearchIndex(db, options.stopGrams);
   const rollups = createRollups(db);
   const batcher = createWriteBatcher(
     db,
@@ -54,6 +64,8 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     },
     () => {
       keys.forget();
+      strings.forget();
+      search.forget();
       rollups.discard();
     },
   );
@@ -69,12 +81,14 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
         } catch (err) {
           rollups.discard();
           keys.forget();
+          strings.forget();
+          search.forget();
           throw err;
         }
       }, signal),
     );
   const workers = options.readWorkers ?? defaultReadWorkers;
-  const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers) : undefined;
+  const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
   return {
     db,
@@ -83,14 +97,14 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, changeLog, rollups),
-      reader: createSqliteReader(db),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups),
+      reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
     }),
     statuses: createSqliteStatuses(db, batcher, now),
     tokens: createSqliteTokens(db, now),
-    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups),
+    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups, search),
     async storageBytes() {
       if (db.memory) return 0;
       let bytes = 0;

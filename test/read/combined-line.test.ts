@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { formatCombined } from "../../src/format/combined-line.js";
-import { combinedSql } from "../../src/store/sqlite/combined-sql.js";
+import { combinedLineOf, combinedMatchArgsSql } from "../../src/store/sqlite/combined-match.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
 import { useTestServer } from "../helpers/test-server.js";
 
@@ -16,7 +16,7 @@ const optional = (arb: fc.Arbitrary<string>) => fc.option(arb, { nil: undefined 
 
 let n = 0;
 
-describe("the combined line in SQL", () => {
+describe("the combined line a scan matches", () => {
   it("equals formatCombined for every stored record, derived or kept", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -39,11 +39,12 @@ describe("the combined line in SQL", () => {
           const log = minimalLog({ requestId, ...fields, endTime: fields.startTime + fields.latency });
           const expected = formatCombined(log);
           await ts.write(log);
-          const inSql = ts.db
-            .prepare(`SELECT ${combinedSql} FROM requests r WHERE r.request_id = ?`)
-            .pluck()
-            .get(Buffer.from(requestId));
-          expect(inSql).toBe(expected);
+          const args = ts.db
+            .prepare(`SELECT ${combinedMatchArgsSql} FROM requests r WHERE r.request_id = ?`)
+            .raw()
+            .safeIntegers()
+            .get(Buffer.from(requestId)) as unknown[];
+          expect(combinedLineOf(args)).toBe(expected);
           const [stored] = await ts.stored(requestId);
           expect(stored!.combined).toBe(expected);
         },

@@ -1,0 +1,59 @@
+import type Database from "better-sqlite3";
+
+/**
+ * Repetitive strings (methods, HTTP versions, referrers, user agents,
+ * hosts, url map entries, the constant start of resources) are stored
+ * once, in `strings`, and rows carry
+ * their key. Keys are never reused: entries are never deleted, and a key
+ * is handed out only by a committed insert, so a key read once names the
+ * same text for good.
+ */
+export const stringKind = { method: 0, httpVersion: 1, referrer: 2, userAgent: 3, host: 4, urlMapEntry: 5, resourcePrefix: 6 } as const;
+export type StringKind = (typeof stringKind)[keyof typeof stringKind];
+
+/**
+ * Kinds whose entries the search index names by a token in each request's
+ * document (search-doc.ts), and whose texts it indexes once, in
+ * `strings_search`, so a search finds the entries a piece of text is in.
+ */
+export function searchedKind(kind: StringKind): boolean {
+  return kind === stringKind.referrer || kind === stringKind.userAgent;
+}
+
+/**
+ * Keys of strings for writes: looked up or inserted, and cached. A key
+ * inserted by a write that is then rolled back must not survive it:
+ * `forget` drops the cache whenever a write fails or a group does not
+ * commit (as keys.ts does).
+ */
+export function createStrings(db: Database.Database) {
+  // One map a kind: a key is found without building a name for it.
+  const caches = Object.values(stringKind).map(() => new Map<string, number>());
+  const stmt = {
+    find: db.prepare("SELECT id FROM strings WHERE kind = ? AND text = ?").pluck(),
+    insert: db.prepare("INSERT INTO strings (kind, text) VALUES (?, ?)"),
+    index: db.prepare("INSERT INTO strings_search (rowid, text) VALUES (?, ?)"),
+  };
+
+  return {
+    key(kind: StringKind, text: string): number {
+      const cache = caches[kind]!;
+      let key = cache.get(text);
+      if (key === undefined) {
+        key = stmt.find.get(kind, text) as number | undefined;
+        if (key === undefined) {
+          key = Number(stmt.insert.run(kind, text).lastInsertRowid);
+          if (searchedKind(kind)) stmt.index.run(key, text);
+        }
+        if (cache.size >= 100_000) cache.clear();
+        cache.set(text, key);
+      }
+      return key;
+    },
+    forget(): void {
+      for (const cache of caches) cache.clear();
+    },
+  };
+}
+
+export type Strings = ReturnType<typeof createStrings>;
