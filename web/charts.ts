@@ -72,6 +72,8 @@ export function renderChart(target: HTMLElement, spec: ChartSpec, height = 190):
   const width = Math.max(200, target.clientWidth);
   const fromZero: uPlot.Scale = { range: (_u, _min, max) => [0, max > 0 ? max * 1.08 : 1] };
   const right = spec.series.some((s) => s.right === true);
+  // uPlot passes null for a tick it leaves unlabelled.
+  const tickLabels = (_u: uPlot, splits: (number | null)[]) => splits.map((v) => (v === null ? "" : spec.format(v)));
   const options: uPlot.Options = {
     width,
     height,
@@ -99,8 +101,8 @@ export function renderChart(target: HTMLElement, spec: ChartSpec, height = 190):
     ],
     axes: [
       { ...axis, size: 40, values: (_u, splits) => timeTicks(splits) },
-      { ...axis, size: 64, values: (_u, splits) => splits.map((v) => spec.format(v)), ...(spec.log ? { splits: logSplits } : {}) },
-      ...(right ? [{ ...axis, side: 1, scale: "right", size: 64, grid: { show: false }, values: (_u: uPlot, splits: number[]) => splits.map((v) => spec.format(v)) }] : []),
+      { ...axis, size: 64, values: tickLabels, ...(spec.log ? { splits: logSplits, filter: (_u, splits) => splits } : {}) },
+      ...(right ? [{ ...axis, side: 1, scale: "right", size: 64, grid: { show: false }, values: tickLabels }] : []),
     ],
   };
   const chart = new uPlot(options, [spec.x, ...spec.series.map((s) => s.values)], target);
