@@ -1,7 +1,7 @@
 /**
  * Every benchmark of docs/benchmarks.md, one after another (they must not
  * share the machine's two cores), each printing its figures and baseline:
- *   npm run bench                 full sizes (about 45 minutes on 2 cores)
+ *   npm run bench                 full sizes (about two and a half hours on 2 cores: the 10M stores dominate)
  *   npm run bench -- --quick      small sizes, to see that each one runs
  * The output is also written to bench-results.txt.
  */
@@ -17,7 +17,9 @@ const quick = process.argv.includes("--quick");
 const benches: [string, string[], string[]][] = [
   ["ingest-bench", ["2000000"], ["100000"]],
   ["clickhouse-bench", ["1000000"], ["50000"]],
+  ["clickhouse-backend-bench", ["1000000"], ["50000"]],
   ["search-bench", ["1000000"], ["50000"]],
+  ["search-scale-bench", ["1000000", "10000000"], ["20000", "200000"]],
   ["tail-latency-bench", ["2000"], ["200"]],
   ["usage-bench", ["10000", "10000000"], ["1000", "100000"]],
   ["read-bench", ["1000000"], ["100000"]],
@@ -25,6 +27,9 @@ const benches: [string, string[], string[]][] = [
   ["import-bench", ["1000000"], ["50000"]],
   ["middleware-bench", ["10", "5"], ["3", "2"]],
   ["sdk-bench", ["300000", "3"], ["30000", "1"]],
+  ["stats-bench", ["200000", "10000", "1000000", "10000000"], ["20000", "10000", "100000"]],
+  ["http-bench", ["100000", "300"], ["10000", "50"]],
+  ["dashboard-screenshot", ["--requests", "1000000", "--hours", "720", "--loads", "5"], ["--requests", "20000", "--loads", "2"]],
 ];
 
 const out = createWriteStream(join(packageRoot(), "bench-results.txt"));

@@ -61,7 +61,7 @@ async function main() {
     const label = `Write, ${batchSize} records per call, ${concurrency} in flight (${total.toLocaleString()} records)`;
     console.log(`${label}: the three in turn …`);
     const rates = await writeEach(
-      [reqlogTarget(ch1.client), clickhouseTarget(ch.client, raw), reqlogTarget(sq1.client)] as WriteTarget<unknown>[],
+      [reqlogTarget(ch1.address), clickhouseTarget(ch.client, raw), reqlogTarget(sq1.address)] as WriteTarget<unknown>[],
       total, batchSize, concurrency, seed,
     );
     if (!main) {

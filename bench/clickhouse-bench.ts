@@ -13,225 +13,36 @@
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable } from "node:stream";
-import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
-import type { ClickHouseClient } from "@clickhouse/client";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
-import {
-  type LogReadRequestSchema,
-  LogUsageRequestSchema,
-  type RequestLog,
-  RequestLogSchema,
-  WriteRequestSchema,
-} from "../gen/reqlog/v1/log_service_pb.js";
-import { createLogServiceClient, type LogServiceClient } from "../src/client/log-service-client.js";
-import { formatCombined } from "../src/format/combined-line.js";
+import { type LogReadRequestSchema, LogUsageRequestSchema, type RequestLog } from "../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../src/limits.js";
 import type { ReadPlan } from "../src/query/read-plan.js";
 import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
 import { type ClickHouseServer, startClickHouse } from "../test/helpers/clickhouse-server.js";
-import { type ChildServer, startChildServer } from "./harness/child-server.js";
 import { type DuckDbPeer, openDuckDbPeer } from "./harness/duckdb-peer.js";
-import { createEncodedWriter } from "./harness/encoded-writer.js";
-import { benchDbPath, benchStart, median, trafficRecords } from "./load.js";
+import {
+  chRows,
+  chString,
+  clickhouseSettled,
+  clickhouseTable,
+  clickhouseTarget,
+  type Figure,
+  printTable,
+  recordColumns,
+  reqlogTarget,
+  serveReqlog,
+  stopReqlog,
+  timedRuns,
+  type WriteTarget,
+  writeEach,
+} from "./harness/peer-compare.js";
+import { benchStart } from "./load.js";
 import { selectivePattern, trafficApps, unindexablePattern } from "./search-patterns.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
 const day = 86_400_000_000n;
 const apps = trafficApps;
-
-async function timedRuns(runs: number, f: () => Promise<unknown>): Promise<number> {
-  await f(); // warm
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const t = performance.now();
-    await f();
-    times.push(performance.now() - t);
-  }
-  return median(times);
-}
-
-const sortTime = (log: RequestLog) => (log.finished ? log.endTime : log.startTime);
-
-/** The row ClickHouse stores for a record: its fields, the combined line, its serialized size and lines as a Nested column. */
-function clickhouseRow(log: RequestLog) {
-  return {
-    app_id: log.appId,
-    module_id: log.moduleId,
-    version_id: log.versionId,
-    request_id: Buffer.from(log.requestId).toString("latin1"),
-    ip: log.ip,
-    nickname: log.nickname,
-    start_time: Number(log.startTime),
-    end_time: Number(log.endTime),
-    sort_time: Number(sortTime(log)),
-    latency: Number(log.latency),
-    mcycles: Number(log.mcycles),
-    method: log.method,
-    resource: log.resource,
-    http_version: log.httpVersion,
-    status: log.status,
-    response_size: Number(log.responseSize),
-    referrer: log.referrer,
-    user_agent: log.userAgent,
-    combined: log.combined || formatCombined(log),
-    host: log.host,
-    replica_index: log.replicaIndex,
-    finished: log.finished ? 1 : 0,
-    bytes: toBinary(RequestLogSchema, log).length,
-    "line.time": log.line.map((l) => Number(l.time)),
-    "line.level": log.line.map((l) => l.level),
-    "line.message": log.line.map((l) => l.logMessage),
-  };
-}
-
-const clickhouseTable = (name: string) => `
-  CREATE TABLE ${name} (
-    app_id String, module_id String, version_id String, request_id String, ip String, nickname String,
-    start_time UInt64, end_time UInt64, sort_time UInt64, latency UInt64, mcycles UInt64,
-    method String, resource String, http_version String, status Int32, response_size UInt64,
-    referrer String, user_agent String, combined String, host String, replica_index Int32, finished UInt8,
-    bytes UInt32,
-    line Nested(time UInt64, level Int32, message String)
-  ) ENGINE = MergeTree ORDER BY (app_id, sort_time, request_id)`;
-
-interface WriteTarget<T> {
-  /** The bytes the client sends, built ahead (not timed). */
-  prepare(batch: RequestLog[]): T;
-  write(prepared: T): Promise<void>;
-}
-
-/**
- * Sends `total` records in batches of `batchSize`, `concurrency` calls in
- * flight, to each target in turn, 100,000 records at a time, the side that
- * goes first alternating: both meet the machine in the same state (this
- * VM's disk, page cache and neighbours drift over minutes). Each side's
- * request bodies are encoded before the clock starts (reqlog's protobuf,
- * ClickHouse's JSONEachRow), so what is timed is each server receiving,
- * storing and answering. `onChunk` sees each chunk (untimed). Returns each
- * target's records/s.
- */
-async function writeEach(
-  targets: WriteTarget<unknown>[],
-  total: number,
-  batchSize: number,
-  concurrency: number,
-  seed: number,
-  onChunk?: (records: RequestLog[]) => Promise<void>,
-): Promise<number[]> {
-  const chunk = 100_000;
-  const records = trafficRecords(total, seed);
-  const sendingMs = targets.map(() => 0);
-  for (let done = 0, round = 0; done < total; done += chunk, round++) {
-    const chunkRecords: RequestLog[] = [];
-    for (let i = 0; i < Math.min(chunk, total - done); i++) chunkRecords.push(records.next().value as RequestLog);
-    const batches: RequestLog[][] = [];
-    for (let i = 0; i < chunkRecords.length; i += batchSize) batches.push(chunkRecords.slice(i, i + batchSize));
-    const order = targets.map((_, t) => t);
-    if (round % 2 === 1) order.reverse();
-    for (const t of order) {
-      const target = targets[t]!;
-      const prepared = batches.map((b) => target.prepare(b));
-      const started = performance.now();
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: concurrency }, async () => {
-          while (next < prepared.length) await target.write(prepared[next++]!);
-        }),
-      );
-      sendingMs[t]! += performance.now() - started;
-    }
-    await onChunk?.(chunkRecords);
-    process.stdout.write(`  ${(done + chunkRecords.length).toLocaleString()}\r`);
-  }
-  return sendingMs.map((ms) => total / (ms / 1000));
-}
-
-/** Waits until ClickHouse has no merge running (at most 5 minutes), so its background work does not weigh on what is timed next. */
-async function clickhouseSettled(ch: ClickHouseClient): Promise<void> {
-  const deadline = Date.now() + 300_000;
-  while (Date.now() < deadline) {
-    const [row] = await chRows<{ n: string }>(ch, "SELECT count() AS n FROM system.merges");
-    if (Number(row!.n) === 0) return;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-}
-
-function reqlogTarget(address: string): WriteTarget<Uint8Array> & { close(): void } {
-  const writer = createEncodedWriter(address);
-  return {
-    prepare: (batch) => writer.encode(create(WriteRequestSchema, { log: batch })),
-    async write(encoded) {
-      await writer.write(encoded);
-    },
-    close: writer.close,
-  };
-}
-
-/** ClickHouse's rows as the JSONEachRow body of an INSERT, built ahead like reqlog's request bodies. */
-function clickhouseTarget(ch: ClickHouseClient, table: string): WriteTarget<string> {
-  return {
-    prepare: (batch) => batch.map((log) => JSON.stringify(clickhouseRow(log))).join("\n"),
-    async write(body) {
-      const result = await ch.exec({ query: `INSERT INTO ${table} FORMAT JSONEachRow`, values: Readable.from([body]) });
-      result.stream.resume();
-      await new Promise((resolve) => result.stream.once("end", resolve));
-    },
-  };
-}
-
-async function chRows<T>(ch: ClickHouseClient, query: string): Promise<T[]> {
-  return (await (await ch.query({ query, format: "JSONEachRow" })).json()) as T[];
-}
-
-const str = (s: string) => `'${s.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
-const recordColumns =
-  "app_id, module_id, version_id, request_id, ip, nickname, start_time, end_time, latency, mcycles, method, resource, " +
-  "http_version, status, response_size, referrer, user_agent, combined, host, replica_index, finished";
-
-/** `reqlog serve` in a child process, on a fresh database file, with a client of it. */
-type ReqlogChild = ChildServer & { dbPath: string; client: LogServiceClient };
-
-async function serveReqlog(name: string): Promise<ReqlogChild> {
-  const dbPath = benchDbPath(name);
-  const server = await startChildServer([
-    "--db", dbPath, "--listen", "127.0.0.1:0", "--log-level", "info", "--sync", "normal",
-    "--read-scan-rows", "100000000", "--read-scan-ms", "600000",
-  ]);
-  process.once("exit", () => server.process.kill("SIGKILL"));
-  return { ...server, dbPath, client: createLogServiceClient({ server: server.address }) };
-}
-
-/** Closes the client, then stops `reqlog serve` gracefully. */
-async function stopReqlog(server: ReqlogChild): Promise<void> {
-  server.client.close();
-  await server.stop();
-}
-
-interface Figure {
-  label: string;
-  ours: number;
-  clickhouse?: number;
-  duckdb?: number;
-  unit: string;
-  goal: string;
-  /** Whether the goal is met, when the figures decide it. */
-  met?: boolean;
-}
-
-function printTable(figures: Figure[], peers: { clickhouse: string; duckdb: string }) {
-  const fmt = (x: number | undefined, unit: string) =>
-    x === undefined ? "—" : `${x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(2)} ${unit}`;
-  const ratio = (ours: number, peer: number | undefined) => (peer === undefined ? "—" : `${(ours / peer).toFixed(2)}×`);
-  console.log(`\n| measure | reqlog | ${peers.clickhouse} | ${peers.duckdb} | vs ClickHouse | vs DuckDB | goal | met |`);
-  console.log("|---|---:|---:|---:|---:|---:|---|---|");
-  for (const f of figures) {
-    console.log(
-      `| ${f.label} | ${fmt(f.ours, f.unit)} | ${fmt(f.clickhouse, f.unit)} | ${fmt(f.duckdb, f.unit)} | ` +
-        `${ratio(f.ours, f.clickhouse)} | ${ratio(f.ours, f.duckdb)} | ${f.goal} | ${f.met === undefined ? "" : f.met ? "yes" : "no"} |`,
-    );
-  }
-}
 
 /** reqlog's database, per table and index: bytes per request (SQLite's dbstat). */
 function storageBreakdown(path: string, requests: number): void {
@@ -274,8 +85,7 @@ async function main() {
     const label = `Write, ${batchSize} records a call, ${concurrency} in flight, ${total.toLocaleString()} records (records/s)`;
     // The main data set (seed 42) is what the reads below ask about; the small-batch runs go elsewhere.
     const side = seed === 42 ? undefined : await serveReqlog(`batches-of-${batchSize}`);
-    const ours = reqlogTarget((side ?? server).address);
-    const targets: WriteTarget<unknown>[] = [ours as WriteTarget<unknown>];
+    const targets: WriteTarget<unknown>[] = [reqlogTarget((side ?? server).address) as WriteTarget<unknown>];
     if (ch) {
       const table = seed === 42 ? "requests" : `requests_batches_of_${batchSize}`;
       if (seed !== 42) await ch.client.command({ query: clickhouseTable(table) });
@@ -286,12 +96,11 @@ async function main() {
     const [rate, peer] = (await writeEach(targets, total, batchSize, concurrency, seed, async (records) => {
       if (seed === 42) duckChunks.push(records);
     })) as [number, number | undefined];
-    ours.close();
     if (side) await stopReqlog(side);
     if (seed === 42) duckWrite = await duck.load(duckChunks.flat(), 1000);
     console.log(`  reqlog ${Math.round(rate).toLocaleString()} records/s, ClickHouse ${peer ? Math.round(peer).toLocaleString() : "skipped"}`);
     figures.push({
-      label, ours: rate, clickhouse: peer, duckdb: seed === 42 ? duckWrite : undefined, unit: "",
+      label, values: [rate, peer, seed === 42 ? duckWrite : undefined], unit: "",
       goal: `≥ ${goal.toFixed(1)}× ClickHouse`, met: peer === undefined ? undefined : rate >= goal * peer,
     });
   }
@@ -318,7 +127,7 @@ async function main() {
 
   type Key = { sort_time: string | bigint; request_id: string };
   const keyset = (after: Key | undefined) =>
-    after ? ` AND (sort_time < ${after.sort_time} OR (sort_time = ${after.sort_time} AND request_id < ${str(after.request_id)}))` : "";
+    after ? ` AND (sort_time < ${after.sort_time} OR (sort_time = ${after.sort_time} AND request_id < ${chString(after.request_id)}))` : "";
   const where = `app_id = 'forge' AND sort_time >= ${from} AND sort_time < ${newest + 1n}`;
   const pageSql = (after?: Key) => `SELECT ${recordColumns}, sort_time FROM requests WHERE ${where}${keyset(after)} ORDER BY sort_time DESC, request_id DESC LIMIT 100`;
   /** First page and page `depth` on a peer, by keyset as reqlog's offsets do. */
@@ -336,11 +145,11 @@ async function main() {
   const [firstDuck, deepDuck] = await pages((sql) => duck.rows<Key>(sql));
   const better = Math.min(...[firstCh, firstDuck].filter((x): x is number => x !== undefined));
   figures.push({
-    label: "Read first page (100, one-day window) (ms)", ours: firstOurs, clickhouse: firstCh, duckdb: firstDuck, unit: "",
+    label: "Read first page (100, one-day window) (ms)", values: [firstOurs, firstCh, firstDuck], unit: "",
     goal: "≤ 0.3× the better peer", met: firstOurs <= 0.3 * better,
   });
   figures.push({
-    label: `Read page ${depth} (keyset on all) (ms)`, ours: deepOurs, clickhouse: deepCh, duckdb: deepDuck, unit: "",
+    label: `Read page ${depth} (keyset on all) (ms)`, values: [deepOurs, deepCh, deepDuck], unit: "",
     goal: `≤ 1.2× our first page: ${(deepOurs / firstOurs).toFixed(2)}×`, met: deepOurs <= 1.2 * firstOurs,
   });
 
@@ -363,14 +172,14 @@ async function main() {
       return ms;
     };
     const regexSql = (fn: string, appId: string) =>
-      `SELECT ${recordColumns} FROM requests WHERE app_id = ${str(appId)} AND ${fn}(combined, ${str(pattern)}) ORDER BY sort_time DESC, request_id DESC LIMIT 1000`;
+      `SELECT ${recordColumns} FROM requests WHERE app_id = ${chString(appId)} AND ${fn}(combined, ${chString(pattern)}) ORDER BY sort_time DESC, request_id DESC LIMIT 1000`;
     const onCh = ch ? await peerRun(async (appId) => (await chRows(ch.client, regexSql("match", appId))).length) : undefined;
     // DuckDB takes the pattern as a parameter (its string literals would read backslashes as they are).
     const duckSql =
       `SELECT ${recordColumns} FROM requests WHERE app_id = $app AND regexp_matches(combined, $pattern) ORDER BY sort_time DESC, request_id DESC LIMIT 1000`;
     const onDuck = await peerRun(async (appId) => (await duck.rows(duckSql, { app: appId, pattern })).length);
     figures.push({
-      label: `${label} (${oursMatches} matches) (ms)`, ours, clickhouse: onCh, duckdb: onDuck, unit: "", goal,
+      label: `${label} (${oursMatches} matches) (ms)`, values: [ours, onCh, onDuck], unit: "", goal,
       met: met(ours, [onCh, onDuck].filter((x): x is number => x !== undefined)),
     });
   }
@@ -398,7 +207,7 @@ async function main() {
   };
   const usageCh = ch ? await usageRun(() => chRows(ch.client, usageSql("intDiv(sort_time, 3600000000)"))) : undefined;
   const usageDuck = await usageRun(() => duck.rows(usageSql("sort_time // 3600000000")));
-  figures.push({ label: "Usage, hourly per version over the span (ms)", ours: usageOurs, clickhouse: usageCh, duckdb: usageDuck, unit: "", goal: "≤ 5 ms", met: usageOurs <= 5 });
+  figures.push({ label: "Usage, hourly per version over the span (ms)", values: [usageOurs, usageCh, usageDuck], unit: "", goal: "≤ 5 ms", met: usageOurs <= 5 });
 
   // The first page asked in-process of reqlog's store (as DuckDB is asked), without gRPC, offsets or a worker thread.
   await stopReqlog(server);
@@ -411,7 +220,7 @@ async function main() {
   const firstEmbedded = await timedRuns(20, () => embedded.store.read(firstPlan, new AbortController().signal));
   await embedded.close();
   figures.push({
-    label: "Read first page, in-process (store API, as DuckDB is asked) (ms)", ours: firstEmbedded, duckdb: firstDuck, unit: "",
+    label: "Read first page, in-process (store API, as DuckDB is asked) (ms)", values: [firstEmbedded, firstCh, firstDuck], unit: "",
     goal: "(for the gRPC figure's cost)",
   });
 
@@ -434,11 +243,11 @@ async function main() {
   duck.close();
   rmSync(duckFolder, { recursive: true, force: true });
   figures.push({
-    label: "Disk per request, all included (search index, rollups) (B)", ours: oursBytes, clickhouse: chBytes, duckdb: duckBytes, unit: "",
+    label: "Disk per request, all included (search index, rollups) (B)", values: [oursBytes, chBytes, duckBytes], unit: "",
     goal: "≤ 1.5× ClickHouse", met: chBytes === undefined ? undefined : oursBytes <= 1.5 * chBytes,
   });
 
-  printTable(figures, peers);
+  printTable(figures, ["reqlog", peers.clickhouse, peers.duckdb]);
   storageBreakdown(dbPath, n);
 }
 

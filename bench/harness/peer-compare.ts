@@ -4,13 +4,15 @@
  * ClickHouse stores for a record, reqlog servers in child processes, and a
  * table of figures with each side's ratio to the first.
  */
+import { Readable } from "node:stream";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { ClickHouseClient } from "@clickhouse/client";
-import { type RequestLog, RequestLogSchema, type WriteRequest, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { type RequestLog, RequestLogSchema, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { createLogServiceClient, type LogServiceClient } from "../../src/client/log-service-client.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { benchDbPath, median, trafficRecords } from "../load.js";
 import { type ChildServer, startChildServer } from "./child-server.js";
+import { createEncodedWriter } from "./encoded-writer.js";
 
 /** The median of `runs` timed calls (ms), after one untimed warm-up call. */
 export async function timedRuns(runs: number, f: () => Promise<unknown>): Promise<number> {
@@ -98,17 +100,22 @@ export async function chRows<T>(ch: ClickHouseClient, query: string): Promise<T[
 export const chString = (s: string) => `'${s.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}'`;
 
 export interface WriteTarget<T> {
-  /** What the client holds before it sends (built ahead, not timed). */
+  /** What the client sends, built ahead (not timed). */
   prepare(batch: RequestLog[]): T;
   write(prepared: T): Promise<void>;
+  /** Lets go of the target's connection (after writeEach). */
+  close?(): void;
 }
 
 /**
  * Sends `total` records in batches of `batchSize`, `concurrency` calls in
- * flight, to each target in turn, 100,000 records at a time: all meet the
- * machine in the same state (this VM's disk and page cache drift over
- * minutes). Records are built ahead, so only sending is timed. Returns each
- * target's records/s.
+ * flight, to each target in turn, 100,000 records at a time, the side that
+ * goes first alternating: all meet the machine in the same state (this VM's
+ * disk, page cache and neighbours drift over minutes). Each side's request
+ * bodies are built before the clock starts (reqlog's protobuf, ClickHouse's
+ * JSONEachRow), so what is timed is each server receiving, storing and
+ * answering. `onChunk` sees each chunk's records (untimed). The targets are
+ * closed after. Returns each target's records/s.
  */
 export async function writeEach(
   targets: WriteTarget<unknown>[],
@@ -116,24 +123,18 @@ export async function writeEach(
   batchSize: number,
   concurrency: number,
   seed: number,
+  onChunk?: (records: RequestLog[]) => Promise<void>,
 ): Promise<number[]> {
   const chunk = 100_000;
   const records = trafficRecords(total, seed);
   const sendingMs = targets.map(() => 0);
-  for (let done = 0; done < total; done += chunk) {
+  for (let done = 0, round = 0; done < total; done += chunk, round++) {
+    const chunkRecords: RequestLog[] = [];
+    for (let i = 0; i < Math.min(chunk, total - done); i++) chunkRecords.push(records.next().value as RequestLog);
     const batches: RequestLog[][] = [];
-    for (let i = 0; i < Math.min(chunk, total - done); i += batchSize) {
-      const batch: RequestLog[] = [];
-      for (let k = 0; k < batchSize; k++) {
-        const next = records.next();
-        if (next.done) break;
-        batch.push(next.value);
-      }
-      if (batch.length > 0) batches.push(batch);
-    }
-    // Who goes first alternates by chunk.
-    const order = targets.map((_, i) => i);
-    if ((done / chunk) % 2 === 1) order.reverse();
+    for (let i = 0; i < chunkRecords.length; i += batchSize) batches.push(chunkRecords.slice(i, i + batchSize));
+    const order = targets.map((_, t) => t);
+    if (round % 2 === 1) order.reverse();
     for (const t of order) {
       const target = targets[t]!;
       const prepared = batches.map((b) => target.prepare(b));
@@ -146,8 +147,10 @@ export async function writeEach(
       );
       sendingMs[t]! += performance.now() - started;
     }
-    process.stdout.write(`  ${(done + Math.min(chunk, total - done)).toLocaleString()}\r`);
+    await onChunk?.(chunkRecords);
+    process.stdout.write(`  ${(done + chunkRecords.length).toLocaleString()}\r`);
   }
+  for (const target of targets) target.close?.();
   return sendingMs.map((ms) => total / (ms / 1000));
 }
 
@@ -161,22 +164,27 @@ export async function clickhouseSettled(ch: ClickHouseClient): Promise<void> {
   }
 }
 
-export function reqlogTarget(client: LogServiceClient): WriteTarget<WriteRequest> {
+/** reqlog's Write RPC with request bodies encoded ahead (encoded-writer.ts); it checks that every record was stored. */
+export function reqlogTarget(address: string): WriteTarget<{ encoded: Uint8Array; records: number }> {
+  const writer = createEncodedWriter(address);
   return {
-    prepare: (batch) => create(WriteRequestSchema, { log: batch }),
-    async write(request) {
-      const r = await client.write(request);
-      if (r.records !== request.log.length) throw new Error(`reqlog stored ${r.records} of ${request.log.length} records`);
+    prepare: (batch) => ({ encoded: writer.encode(create(WriteRequestSchema, { log: batch })), records: batch.length }),
+    async write({ encoded, records }) {
+      const reply = await writer.write(encoded);
+      if (reply.records !== records) throw new Error(`reqlog stored ${reply.records} of ${records} records`);
     },
+    close: writer.close,
   };
 }
 
-/** ClickHouse's rows are built ahead too (combined line, size): its client serializes them as JSONEachRow when it sends. */
-export function clickhouseTarget(ch: ClickHouseClient, table: string): WriteTarget<ReturnType<typeof clickhouseRow>[]> {
+/** ClickHouse's rows as the JSONEachRow body of an INSERT, built ahead like reqlog's request bodies. */
+export function clickhouseTarget(ch: ClickHouseClient, table: string): WriteTarget<string> {
   return {
-    prepare: (batch) => batch.map(clickhouseRow),
-    async write(rows) {
-      await ch.insert({ table, values: rows, format: "JSONEachRow" });
+    prepare: (batch) => batch.map((log) => JSON.stringify(clickhouseRow(log))).join("\n"),
+    async write(body) {
+      const result = await ch.exec({ query: `INSERT INTO ${table} FORMAT JSONEachRow`, values: Readable.from([body]) });
+      result.stream.resume();
+      await new Promise((resolve) => result.stream.once("end", resolve));
     },
   };
 }
@@ -210,18 +218,21 @@ export interface Figure {
   values: (number | undefined)[];
   unit: string;
   goal?: string;
+  /** Whether the goal is met, when the figures decide it. */
+  met?: boolean;
 }
 
-/** A markdown table: each side's value, and each other side's ratio to the first. */
+/** A markdown table: each side's value, and the first side's ratio to each other side. */
 export function printTable(figures: Figure[], sides: string[]): void {
   const fmt = (x: number | undefined, unit: string) =>
-    x === undefined ? "—" : `${x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(2)} ${unit}`;
+    x === undefined ? "—" : `${x >= 100 ? Math.round(x).toLocaleString() : x.toFixed(2)}${unit ? ` ${unit}` : ""}`;
   const ratios = sides.slice(1).map((s) => `${sides[0]} / ${s}`);
-  console.log(`\n| measure | ${sides.join(" | ")} | ${ratios.join(" | ")} | goal |`);
-  console.log(`|---|${sides.map(() => "---:").join("|")}|${ratios.map(() => "---:").join("|")}|---|`);
+  console.log(`\n| measure | ${sides.join(" | ")} | ${ratios.join(" | ")} | goal | met |`);
+  console.log(`|---|${sides.map(() => "---:").join("|")}|${ratios.map(() => "---:").join("|")}|---|---|`);
   for (const f of figures) {
     const [ours, ...peers] = f.values;
     const r = peers.map((p) => (ours === undefined || p === undefined ? "—" : `${(ours / p).toFixed(2)}×`));
-    console.log(`| ${f.label} | ${f.values.map((v) => fmt(v, f.unit)).join(" | ")} | ${r.join(" | ")} | ${f.goal ?? ""} |`);
+    const met = f.met === undefined ? "" : f.met ? "yes" : "no";
+    console.log(`| ${f.label} | ${f.values.map((v) => fmt(v, f.unit)).join(" | ")} | ${r.join(" | ")} | ${f.goal ?? ""} | ${met} |`);
   }
 }
