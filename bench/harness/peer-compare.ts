@@ -195,13 +195,18 @@ export type ReqlogChild = ChildServer & { dbPath: string; client: LogServiceClie
 /**
  * `reqlog serve` in a child process, on a fresh SQLite file, or on the
  * store `storeFlags` name; scans unbounded (a bench's regex visits every row).
+ * `script` runs another build of reqlog (child-server.ts).
  */
-export async function serveReqlog(name: string, storeFlags: string[] = []): Promise<ReqlogChild> {
+export async function serveReqlog(name: string, storeFlags: string[] = [], script?: string): Promise<ReqlogChild> {
   const dbPath = benchDbPath(name);
-  const server = await startChildServer([
-    "--db", dbPath, "--listen", "127.0.0.1:0", "--log-level", "info", "--sync", "normal",
-    "--read-scan-rows", "100000000", "--read-scan-ms", "600000", ...storeFlags,
-  ]);
+  const server = await startChildServer(
+    [
+      "--db", dbPath, "--listen", "127.0.0.1:0", "--log-level", "info", "--sync", "normal",
+      "--read-scan-rows", "100000000", "--read-scan-ms", "600000", ...storeFlags,
+    ],
+    {},
+    script,
+  );
   process.once("exit", () => server.process.kill("SIGKILL"));
   return { ...server, dbPath, client: createLogServiceClient({ server: server.address }) };
 }
