@@ -29,6 +29,7 @@ import {
   serveReqlog,
   stopReqlog,
   type WriteTarget,
+  walkTo,
   writeEach,
 } from "./harness/peer-compare.js";
 import { benchStart } from "./load.js";
@@ -84,12 +85,12 @@ async function main() {
   const window = { startTime: from, endTime: newest + 1n, count: 100n };
   const where = `app_id = 'forge' AND sort_time >= ${from} AND sort_time < ${newest + 1n}`;
   type Last = { sort_time: string; request_id: string };
-  const rawPage = (after?: Last) =>
+  const rawPage = (after?: Last, count = 100) =>
     chRows<Last>(
       ch.client,
       `SELECT ${recordColumns}, sort_time FROM raw_requests WHERE ${where}` +
         (after ? ` AND (sort_time < ${after.sort_time} OR (sort_time = ${after.sort_time} AND request_id < ${chString(after.request_id)}))` : "") +
-        " ORDER BY sort_time DESC, request_id DESC LIMIT 100",
+        ` ORDER BY sort_time DESC, request_id DESC LIMIT ${count}`,
     );
   console.log("first pages …");
   const first = await alternating(4, 5, [() => readCh(window), () => rawPage(), () => readSqlite(window)]);
@@ -98,18 +99,15 @@ async function main() {
   // Page 1000 by keyset on every side (smaller runs have fewer pages: their deepest is compared).
   const depth = Math.min(1000, Math.floor((n * 0.8) / 100));
   console.log(`paging to page ${depth} …`);
-  const deepOffset = async (read: typeof readCh) => {
-    let offset: Uint8Array | undefined;
-    for (let page = 1; page < depth; page++) {
-      offset = (await read({ ...window, ...(offset ? { offset: { requestId: offset } } : {}) })).offset?.requestId;
-      if (!offset) throw new Error(`reqlog ran out of pages at ${page}`);
-    }
-    return offset!;
-  };
+  const deepOffset = async (read: typeof readCh) =>
+    (await walkTo<Uint8Array>((depth - 1) * 100, async (count, after) => {
+      const page = await read({ ...window, count: BigInt(count), ...(after ? { offset: { requestId: after } } : {}) });
+      if (page.log.length !== count) throw new Error(`reqlog returned ${page.log.length} of ${count} rows while paging`);
+      return page.offset?.requestId;
+    }))!;
   const chOffset = await deepOffset(readCh);
   const sqliteOffset = await deepOffset(readSqlite);
-  let last: Last | undefined;
-  for (let p = 1; p < depth; p++) last = (await rawPage(last)).at(-1);
+  const last = await walkTo<Last>((depth - 1) * 100, async (count, after) => (await rawPage(after, count)).at(-1));
   const deep = await alternating(4, 5, [
     () => readCh({ ...window, offset: { requestId: chOffset } }),
     () => rawPage(last),

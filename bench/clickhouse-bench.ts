@@ -36,6 +36,7 @@ import {
   stopReqlog,
   timedRuns,
   type WriteTarget,
+  walkTo,
   writeEach,
 } from "./harness/peer-compare.js";
 import { benchStart } from "./load.js";
@@ -118,11 +119,11 @@ async function main() {
   const window = { startTime: from, endTime: newest + 1n, count: 100n };
   // Page 1000 (smaller runs have fewer pages: their deepest is compared).
   const depth = Math.min(1000, Math.floor((n * 0.8) / 100));
-  let offset: Uint8Array | undefined;
-  for (let page = 1; page < depth; page++) {
-    offset = (await read({ ...window, ...(offset ? { offset: { requestId: offset } } : {}) })).offset?.requestId;
-    if (!offset) throw new Error(`reqlog ran out of pages at ${page}`);
-  }
+  const offset = await walkTo<Uint8Array>((depth - 1) * 100, async (count, after) => {
+    const page = await read({ ...window, count: BigInt(count), ...(after ? { offset: { requestId: after } } : {}) });
+    if (page.log.length !== count) throw new Error(`reqlog returned ${page.log.length} of ${count} rows while paging`);
+    return page.offset?.requestId;
+  });
   // The first page and the deep one in turns, so that neither meets the server at a better moment (its
   // WAL checkpointed or not, the page cache warm or not).
   const [firstOurs, deepOurs] = (await alternating(5, 4, [() => read(window), () => read({ ...window, offset: { requestId: offset! } })])) as [number, number];
@@ -131,16 +132,12 @@ async function main() {
   const keyset = (after: Key | undefined) =>
     after ? ` AND (sort_time < ${after.sort_time} OR (sort_time = ${after.sort_time} AND request_id < ${chString(after.request_id)}))` : "";
   const where = `app_id = 'forge' AND sort_time >= ${from} AND sort_time < ${newest + 1n}`;
-  const pageSql = (after?: Key) => `SELECT ${recordColumns}, sort_time FROM requests WHERE ${where}${keyset(after)} ORDER BY sort_time DESC, request_id DESC LIMIT 100`;
+  const pageSql = (after?: Key, count = 100) =>
+    `SELECT ${recordColumns}, sort_time FROM requests WHERE ${where}${keyset(after)} ORDER BY sort_time DESC, request_id DESC LIMIT ${count}`;
   /** First page and page `depth` on a peer, by keyset as reqlog's offsets do. */
   async function pages(rows: (sql: string) => Promise<Key[]>): Promise<[number, number]> {
     const first = await timedRuns(20, () => rows(pageSql()));
-    let last: Key | undefined;
-    for (let p = 1; p < depth; p++) {
-      const page = await rows(pageSql(last));
-      if (page.length === 0) throw new Error(`a peer ran out of pages at ${p}`);
-      last = page.at(-1)!;
-    }
+    const last = await walkTo<Key>((depth - 1) * 100, async (count, after) => (await rows(pageSql(after, count))).at(-1));
     return [first, await timedRuns(20, () => rows(pageSql(last)))];
   }
   const [firstCh, deepCh] = ch ? await pages((sql) => chRows<Key>(ch.client, sql)) : [undefined, undefined];
