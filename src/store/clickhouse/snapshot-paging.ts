@@ -17,6 +17,31 @@ interface Candidate {
   changed?: RequestRow;
 }
 
+/** A row of the scan of unchanged records: a match, or the last row examined. */
+interface ScanRow extends Candidate {
+  matches: boolean;
+}
+
+/** The scan as ClickHouse sums it up (64-bit integers as text, tuples as arrays). */
+interface ScanSummary {
+  examined: string;
+  /** The last row examined (the oldest): sort time, rkey, request id, whether it matches. */
+  oldest: [string, string, string, number];
+  /** The first matches, newest first: sort time, rkey, request id. */
+  hits: [string, string, string][];
+}
+
+/**
+ * Rows a scan may examine per millisecond of a Read's time budget.
+ * ClickHouse cannot stop a query at an exact row once time is up, and a
+ * page must end at an exact row; so the time budget caps the rows examined,
+ * at about the rate ClickHouse filters them.
+ */
+const scanRowsPerMs = 10_000;
+
+/** The rows a plan's scan may examine (the row past them is examined too). */
+const scanRows = (plan: ReadPlan) => Math.min(plan.budget.rows, plan.budget.ms * scanRowsPerMs);
+
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
 
 /** Where paging history stands: offsets from before `floor` (a change sequence number) have expired. */
@@ -34,9 +59,9 @@ export interface PagingHistory {
  * where they stood (their first move after the snapshot), and records created
  * since are left out.
  *
- * The scan streams only each row's key and whether it matches the plan's
- * filters (computed by ClickHouse); it stops at the plan's row or time budget
- * or once the page is full, and the matching records are then read whole.
+ * ClickHouse scans the unchanged records to the plan's budget and applies
+ * its filters; only the matches a page can take and the last row examined
+ * come back, and the matching records are then read whole.
  */
 export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq: ChangeSequence, history: PagingHistory) {
   /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
@@ -72,24 +97,50 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       .sort((a, b) => (newer(a, b) ? -1 : 1));
   }
 
-  /** Records unchanged since the snapshot, newest first, from after the cursor: key and whether it matches. */
-  function unchangedScan(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
-    const where = [`app = ${sqlString(plan.appId)}`, `seq <= ${sqlInt(snapshot)}`, "deleted = 0", ...timeRange(plan)];
+  /**
+   * The scan of records unchanged since the snapshot, newest first from after
+   * the cursor, as far as the budget goes: ClickHouse examines the rows and
+   * applies the filters, and sends back only the first matches (as many as a
+   * page can take) and the last row it examined, with how many it examined.
+   * That is all a page needs to end exactly where the scan would have: after
+   * its last match, or at the row past the budget (which may match itself).
+   */
+  async function unchangedScan(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
+    const range = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan)];
     if (after) {
-      where.push(`sort_time <= ${sqlInt(after.sortTime)}`);
-      where.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
+      range.push(`sort_time <= ${sqlInt(after.sortTime)}`);
+      range.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
     }
+    const rows = scanRows(plan);
+    // Every version of a request counts here (no FINAL: cheap), so this bounds
+    // the rows the scan examines: within the budget, ClickHouse need not sort
+    // them to find where the budget ends.
+    const [bound] = await sql.rows<{ n: string }>(`SELECT count() AS n FROM requests WHERE ${range.join(" AND ")}`, signal);
     // The row past the budget is examined too (as on SQLite): rows + 1.
-    return sql.stream(
-      `SELECT sort_time, rkey, request_id, ${and(planFilters(plan))} AS matches FROM requests FINAL
-       WHERE ${where.join(" AND ")} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(plan.budget.rows + 1)}`,
+    const limit = BigInt(bound!.n) > rows + 1 ? `ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(rows + 1)}` : "";
+    const [scan] = await sql.rows<ScanSummary>(
+      `SELECT count() AS examined, min((sort_time, rkey, request_id, matches)) AS oldest,
+         arraySlice(arrayReverseSort(groupArrayIf((sort_time, rkey, request_id), matches = 1)), 1, ${sqlInt(plan.count + 1)}) AS hits
+       FROM (
+         SELECT sort_time, rkey, request_id, (${and(planFilters(plan))}) AS matches FROM requests FINAL
+         WHERE ${[...range, `seq <= ${sqlInt(snapshot)}`, "deleted = 0"].join(" AND ")} ${limit})`,
       signal,
     );
+    const found = scan!.hits.map(([sortTime, rkey, requestId]): ScanRow => ({ sortTime: BigInt(sortTime), rkey: BigInt(rkey), requestId, matches: true }));
+    const examined = Number(scan!.examined);
+    if (examined === 0) return { found };
+    const [sortTime, rkey, requestId, matches] = scan!.oldest;
+    let oldest: ScanRow = { sortTime: BigInt(sortTime), rkey: BigInt(rkey), requestId, matches: matches === 1 };
+    // A match is the last of the matches already (or past those a page can take).
+    if (found.length > 0 && !newer(found.at(-1)!, oldest)) oldest = found.at(-1)!;
+    else found.push(oldest);
+    return { found, spentAt: examined > rows ? oldest : undefined };
   }
 
   async function page(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {
-    const deadline = performance.now() + plan.budget.ms;
     const changed = await changedSince(plan, snapshot, after, signal);
+    const { found, spentAt } = await unchangedScan(plan, snapshot, after, signal);
+    if (signal.aborted) throw ReqlogError.cancelled();
     const matched: Candidate[] = [];
     let last: Candidate | undefined;
     let next: Candidate | undefined;
@@ -103,19 +154,15 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       return false;
     };
     let c = 0;
-    let examined = 0;
-    scan: for await (const [sortTime, rkey, requestId, matches] of unchangedScan(plan, snapshot, after, signal)) {
-      const row: Candidate = { sortTime: BigInt(sortTime!), rkey: BigInt(rkey!), requestId: requestId! };
+    scan: for (const row of found) {
       for (; c < changed.length && newer(changed[c]!, row); c++) {
         last = changed[c];
         if (take(changed[c]!)) break scan;
       }
-      if (signal.aborted) throw ReqlogError.cancelled();
       last = row;
-      examined++;
-      if (matches === "1" && take(row)) break;
-      // Budget spent (rows or time): the page ends after this row, matching or not.
-      if (examined > plan.budget.rows || performance.now() > deadline) {
+      if (row.matches && take(row)) break;
+      // Budget spent: the page ends after this row, matching or not.
+      if (row === spentAt) {
         next = row;
         break;
       }
