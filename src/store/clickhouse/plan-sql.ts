@@ -1,9 +1,10 @@
 import type { ReadPlan } from "../../query/read-plan.js";
 import { requiredLiterals } from "../../query/regex-literals.js";
 import { clickhouseRegex } from "./clickhouse-regex.js";
+import { combinedSql } from "./request-row.js";
 import { sqlInt, sqlString } from "./sql-literal.js";
 
-/** An RE2 test of a column, behind a search for the literals every match contains (cheap, and skips most rows). */
+/** An RE2 test of a column (or an expression), behind a search for the literals every match contains (cheap, and skips most rows). */
 function regexSql(column: string, pattern: string, field: string): string[] {
   const literals = requiredLiterals(pattern).map((l) => `position(${column}, ${sqlString(l)}) > 0`);
   return [...literals, `match(${column}, ${sqlString(clickhouseRegex(pattern, field))})`];
@@ -31,7 +32,7 @@ export function planFilters(plan: ReadPlan): string[] {
   if (plan.minimumLogLevel !== undefined) where.push(`max_level >= ${sqlInt(plan.minimumLogLevel)}`);
   if (plan.replicaIndex !== undefined) where.push(`replica_index = ${sqlInt(plan.replicaIndex)}`); // unset: its default, -1
   if (plan.hostRegex !== undefined) where.push(...regexSql("host", plan.hostRegex, "host_regex"));
-  if (plan.combinedRegex !== undefined) where.push(...regexSql("combined", plan.combinedRegex, "combined_log_regex"));
+  if (plan.combinedRegex !== undefined) where.push(...regexSql(combinedSql, plan.combinedRegex, "combined_log_regex"));
   return where;
 }
 
