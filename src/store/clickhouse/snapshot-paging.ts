@@ -3,7 +3,7 @@ import { ReqlogError } from "../../reqlog-error.js";
 import type { ReadResult } from "../store.js";
 import type { ChangeSequence } from "./change-sequence.js";
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
-import { and, planFilters, timeRange } from "./plan-sql.js";
+import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
 import type { RequestRow } from "./request-row.js";
 import type { SqlClient } from "./sql-client.js";
@@ -22,13 +22,11 @@ interface ScanRow extends Candidate {
   matches: boolean;
 }
 
-/** The scan as ClickHouse sums it up (64-bit integers as text, tuples as arrays). */
-interface ScanSummary {
+/** How many rows a scan examines and the last of them (64-bit integers as text, a tuple as an array). */
+interface ScanExtent {
   examined: string;
-  /** The last row examined (the oldest): sort time, rkey, request id, whether it matches. */
-  oldest: [string, string, string, number];
-  /** The first matches, newest first: sort time, rkey, request id. */
-  hits: [string, string, string][];
+  /** Sort time and rkey of the last row examined (the oldest). */
+  oldest: [string, string];
 }
 
 /**
@@ -61,7 +59,7 @@ export interface PagingHistory {
  *
  * ClickHouse scans the unchanged records to the plan's budget and applies
  * its filters; only the matches a page can take and the last row examined
- * come back, and the matching records are then read whole.
+ * come back (unchangedScan), and the matching records are then read whole.
  */
 export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq: ChangeSequence, history: PagingHistory) {
   /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
@@ -99,42 +97,50 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
 
   /**
    * The scan of records unchanged since the snapshot, newest first from after
-   * the cursor, as far as the budget goes: ClickHouse examines the rows and
-   * applies the filters, and sends back only the first matches (as many as a
-   * page can take) and the last row it examined, with how many it examined.
-   * That is all a page needs to end exactly where the scan would have: after
-   * its last match, or at the row past the budget (which may match itself).
+   * the cursor, as far as the budget goes, in two queries ClickHouse runs
+   * side by side: how many rows the scan examines and the last of them (the
+   * oldest), and the first matches (as many as a page can take). Only those
+   * cross the wire, and they are all a page needs to end exactly where a
+   * scan row by row would: after its last match, or at the row past the
+   * budget (taken when it matches).
    */
   async function unchangedScan(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
-    const range = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan)];
+    const scope = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan), `seq <= ${sqlInt(snapshot)}`, "deleted = 0"];
     if (after) {
-      range.push(`sort_time <= ${sqlInt(after.sortTime)}`);
-      range.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
+      scope.push(`sort_time <= ${sqlInt(after.sortTime)}`);
+      scope.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
     }
     const rows = scanRows(plan);
-    // Every version of a request counts here (no FINAL: cheap), so this bounds
-    // the rows the scan examines: within the budget, ClickHouse need not sort
-    // them to find where the budget ends.
-    const [bound] = await sql.rows<{ n: string }>(`SELECT count() AS n FROM requests WHERE ${range.join(" AND ")}`, signal);
-    // The row past the budget is examined too (as on SQLite): rows + 1.
-    const limit = BigInt(bound!.n) > rows + 1 ? `ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(rows + 1)}` : "";
-    const [scan] = await sql.rows<ScanSummary>(
-      `SELECT count() AS examined, min((sort_time, rkey, request_id, matches)) AS oldest,
-         arraySlice(arrayReverseSort(groupArrayIf((sort_time, rkey, request_id), matches = 1)), 1, ${sqlInt(plan.count + 1)}) AS hits
-       FROM (
-         SELECT sort_time, rkey, request_id, (${and(planFilters(plan))}) AS matches FROM requests FINAL
-         WHERE ${[...range, `seq <= ${sqlInt(snapshot)}`, "deleted = 0"].join(" AND ")} ${limit})`,
-      signal,
-    );
-    const found = scan!.hits.map(([sortTime, rkey, requestId]): ScanRow => ({ sortTime: BigInt(sortTime), rkey: BigInt(rkey), requestId, matches: true }));
-    const examined = Number(scan!.examined);
-    if (examined === 0) return { found };
-    const [sortTime, rkey, requestId, matches] = scan!.oldest;
-    let oldest: ScanRow = { sortTime: BigInt(sortTime), rkey: BigInt(rkey), requestId, matches: matches === 1 };
-    // A match is the last of the matches already (or past those a page can take).
-    if (found.length > 0 && !newer(found.at(-1)!, oldest)) oldest = found.at(-1)!;
-    else found.push(oldest);
-    return { found, spentAt: examined > rows ? oldest : undefined };
+    const filters = scanFilters(plan);
+    const extent = (order: string) =>
+      sql.rows<ScanExtent>(
+        `SELECT count() AS examined, min((sort_time, rkey)) AS oldest
+         FROM (SELECT sort_time, rkey FROM requests FINAL WHERE ${scope.join(" AND ")} ${order})`,
+        signal,
+      );
+    const [[whole], hits] = await Promise.all([
+      extent(""),
+      sql.rows<{ sort_time: string; rkey: string; request_id: string }>(
+        `SELECT sort_time, rkey, request_id
+         FROM (SELECT ${["sort_time", "rkey", "request_id", ...filters.columns].join(", ")} FROM requests FINAL
+               WHERE ${[...scope, ...filters.first].join(" AND ")})
+         WHERE ${and(filters.then)} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(plan.count + 1)}`,
+        signal,
+      ),
+    ]);
+    // The row past the budget is examined too (as on SQLite): rows + 1. Only
+    // when there are more does ClickHouse sort them to find where it stands.
+    const [scanned] = Number(whole!.examined) > rows + 1 ? await extent(`ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(rows + 1)}`) : [whole];
+    if (scanned!.examined === "0") return { found: [] };
+    const oldest: ScanRow = { sortTime: BigInt(scanned!.oldest[0]), rkey: BigInt(scanned!.oldest[1]), requestId: "", matches: false };
+    // The matches up to the last row examined (those past it are past the budget).
+    const found = hits
+      .map((h): ScanRow => ({ sortTime: BigInt(h.sort_time), rkey: BigInt(h.rkey), requestId: h.request_id, matches: true }))
+      .filter((h) => !newer(oldest, h));
+    const last = found.at(-1);
+    const end = last && last.sortTime === oldest.sortTime && last.rkey === oldest.rkey ? last : oldest;
+    if (end === oldest) found.push(oldest);
+    return { found, spentAt: Number(scanned!.examined) > rows ? end : undefined };
   }
 
   async function page(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {
