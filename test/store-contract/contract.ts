@@ -796,6 +796,17 @@ function describeScanBudget(h: Harness): void {
       expect(pages.flatMap(pageIds)).toEqual(everyMatch);
     });
 
+    it("finds the matches behind many newer records rewritten so that they no longer match", async () => {
+      const written = (ids: number[], resource: string) =>
+        ids.map((i) => minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i), resource: `/${resource}/${i}` }));
+      const newer = Array.from({ length: 20 }, (_, i) => 100 + i);
+      await h.write(...written([0, 1, 2, 3, 4], "match-me"), ...written(newer, "match-me"));
+      await h.write(...written(newer, "other"));
+      const init: ReadInit = { count: 3n, combinedLogRegex: "match-me" };
+      expect(pageIds(await h.read(init))).toEqual(["r4", "r3", "r2"]);
+      expect((await h.walk(init)).flatMap(pageIds)).toEqual(["r4", "r3", "r2", "r1", "r0"]);
+    });
+
     it("stops a scan whose filters match nothing at the budget, with no records and a next cursor", async () => {
       await h.writeMany(1000, (i) => `/r/${i}`);
       const pages = await h.walk({ minimumLogLevel: 4, count: 10n }, { readScanRows: 100 });

@@ -22,6 +22,14 @@ interface ScanRow extends Candidate {
   matches: boolean;
 }
 
+/** A match of a scan: a version of a request (64-bit integers as text). */
+interface Hit {
+  sort_time: string;
+  rkey: string;
+  request_id: string;
+  seq: string;
+}
+
 /** How many rows a scan examines and the last of them (64-bit integers as text, a tuple as an array). */
 interface ScanExtent {
   examined: string;
@@ -97,9 +105,9 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
 
   /**
    * The scan of records unchanged since the snapshot, newest first from after
-   * the cursor, as far as the budget goes, in two queries ClickHouse runs
+   * the cursor, as far as the budget goes, in two searches ClickHouse runs
    * side by side: how many rows the scan examines and the last of them (the
-   * oldest), and the first matches (as many as a page can take). Only those
+   * oldest), and the first matches (as many as a page can take, firstMatches). Only those
    * cross the wire, and they are all a page needs to end exactly where a
    * scan row by row would: after its last match, or at the row past the
    * budget (taken when it matches).
@@ -111,23 +119,13 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       scope.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
     }
     const rows = scanRows(plan);
-    const filters = scanFilters(plan);
     const extent = (order: string) =>
       sql.rows<ScanExtent>(
         `SELECT count() AS examined, min((sort_time, rkey)) AS oldest
          FROM (SELECT sort_time, rkey FROM requests FINAL WHERE ${scope.join(" AND ")} ${order})`,
         signal,
       );
-    const [[whole], hits] = await Promise.all([
-      extent(""),
-      sql.rows<{ sort_time: string; rkey: string; request_id: string }>(
-        `SELECT sort_time, rkey, request_id
-         FROM (SELECT ${["sort_time", "rkey", "request_id", ...filters.columns].join(", ")} FROM requests FINAL
-               WHERE ${[...scope, ...filters.first].join(" AND ")})
-         WHERE ${and(filters.then)} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(plan.count + 1)}`,
-        signal,
-      ),
-    ]);
+    const [[whole], hits] = await Promise.all([extent(""), firstMatches(plan, scope, signal)]);
     // The row past the budget is examined too (as on SQLite): rows + 1. Only
     // when there are more does ClickHouse sort them to find where it stands.
     const [scanned] = Number(whole!.examined) > rows + 1 ? await extent(`ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(rows + 1)}`) : [whole];
@@ -141,6 +139,41 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
     const end = last && last.sortTime === oldest.sortTime && last.rkey === oldest.rkey ? last : oldest;
     if (end === oldest) found.push(oldest);
     return { found, spentAt: Number(scanned!.examined) > rows ? end : undefined };
+  }
+
+  /**
+   * The newest matches of the scan (as many as a page can take): the
+   * versions that pass the filters, newest first, each kept when it is its
+   * request's latest version. Without FINAL (which merges every column the
+   * filters read, of every row: most of a scan's cost when the combined line
+   * is derived), ClickHouse reads the columns as a plain table; the latest
+   * versions are then looked up by key, for the few ids found. Exact when it
+   * finds enough matches or finds every matching version; else (many
+   * matching versions superseded) the same search runs on requests FINAL.
+   */
+  async function firstMatches(plan: ReadPlan, scope: readonly string[], signal: AbortSignal): Promise<Hit[]> {
+    const filters = scanFilters(plan);
+    const wanted = plan.count + 1;
+    const search = (table: string, limit: number) =>
+      sql.rows<Hit>(
+        `SELECT sort_time, rkey, request_id, seq
+         FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${table}
+               WHERE ${[...scope, ...filters.first].join(" AND ")})
+         WHERE ${and(filters.then)} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(limit)}`,
+        signal,
+      );
+    const limit = 2 * wanted;
+    const versions = await search("requests", limit);
+    if (versions.length === 0) return [];
+    const ids = [...new Set(versions.map((v) => v.request_id))];
+    const latest = await sql.rows<{ request_id: string; seq: string }>(
+      `SELECT request_id, max(seq) AS seq FROM requests
+       WHERE app = ${sqlString(plan.appId)} AND request_id IN ${sqlList(ids.map(sqlString))} GROUP BY request_id`,
+      signal,
+    );
+    const latestSeq = new Map(latest.map((l) => [l.request_id, l.seq]));
+    const hits = versions.filter((v) => latestSeq.get(v.request_id) === v.seq);
+    return hits.length >= wanted || versions.length < limit ? hits.slice(0, wanted) : search("requests FINAL", wanted);
   }
 
   async function page(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {
