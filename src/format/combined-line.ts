@@ -72,6 +72,24 @@ export function formatCombined(log: CombinedFields): string {
   );
 }
 
+// The characters formatCombined escapes.
+const needsEscape = /["\\\x00-\x1f\x7f]/;
+
+const year10000 = 253_402_300_800_000_000n; // 10000-01-01T00:00:00Z in µs
+
+/**
+ * Whether each field appears in the combined line as it is (none needs
+ * escaping) and its time has a four-digit year, so that every piece of the
+ * line is a piece of one field, the time, or the fixed parts.
+ */
+export function plainFields(log: CombinedFields): boolean {
+  const time = log.endTime > 0n ? log.endTime : log.startTime;
+  if (time < 0n || time >= year10000) return false;
+  return ![log.ip, log.nickname, log.method, log.resource, log.httpVersion, log.referrer, log.userAgent].some(
+    (field) => field !== undefined && needsEscape.test(field),
+  );
+}
+
 /** Extra fields of a request record that App Engine appended to `combined` with include_all. */
 export type ExtraFields = Pick<
   RequestLog,

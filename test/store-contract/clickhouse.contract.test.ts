@@ -8,7 +8,9 @@ import { planUsage } from "../../src/query/usage-plan.js";
 import { Code } from "../../src/reqlog-error.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
 import type { Backend } from "../../src/store/store.js";
+import { formatCombined } from "../../src/format/combined-line.js";
 import { clickhouseRegex } from "../../src/store/clickhouse/clickhouse-regex.js";
+import { combinedColumn, combinedSql, recordColumns } from "../../src/store/clickhouse/request-row.js";
 import { sqlString } from "../../src/store/clickhouse/sql-literal.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
@@ -89,6 +91,42 @@ describe("ClickHouse's match() with the patterns the store gives it", () => {
       );
     }
     expect(clickhouseRegex("\\\\pL", "host_regex")).toBe("(?-s:\\\\pL)"); // an escaped backslash, then "pL"
+  });
+});
+
+describe("ClickHouse's combined line derived from a record's columns", () => {
+  it("is the line formatCombined makes, for every record whose combined column is left empty", async () => {
+    const second = 1_000_000n;
+    const logs = [
+      minimalLog({ endTime: t0 }),
+      minimalLog({ endTime: 0n, startTime: 0n, finished: false }),
+      minimalLog({ endTime: 0n, startTime: t0 + 59n * second, finished: false }),
+      minimalLog({ endTime: 951_782_400n * second + 999_999n }), // 2000-02-29T00:00:00.999999Z
+      minimalLog({ endTime: 4_102_444_799n * second }), // 2099-12-31T23:59:59Z
+      minimalLog({ endTime: 4_102_444_800n * second }), // 2100: kept whole
+      minimalLog({
+        endTime: t0, ip: "2001:db8::1", method: "POST", resource: "/é/ა?q=1&x=%20", httpVersion: "HTTP/1.1", status: 503,
+        responseSize: 12_345_678_901n, referrer: "https://forge.example/", userAgent: "Mozilla/5.0 (X11; Linux x86_64)",
+      }),
+      minimalLog({ endTime: t0, resource: '/a"b' }), // escaped: kept whole
+      minimalLog({ endTime: t0, nickname: "alice" }), // kept whole
+      minimalLog({ endTime: t0 + 5n * second, startTime: t0, latency: 2n * second }), // a start time of its own
+      minimalLog({ endTime: t0 + 5n * second, startTime: t0, finished: false }),
+    ];
+    const textColumns = new Set(["combined", "extra", "ip", "method", "resource", "http_version", "referrer", "user_agent", "url_map_entry", "host"]);
+    for (const log of logs) {
+      log.combined = formatCombined(log);
+      // The columns as the writer fills them (times that repeat left out).
+      const row: Record<string, string | number> = {
+        ...recordColumns(log), combined: combinedColumn(log, true), finished: log.finished ? 1 : 0, sort_time: String(log.finished ? log.endTime : 0n),
+      };
+      const values = Object.entries(row).map(([name, v]) =>
+        `${textColumns.has(name) ? sqlString(String(v)) : name === "set_fields" ? `toUInt64(${v})` : `toInt64(${v})`} AS ${name}`);
+      const result = await server.client.query({ query: `SELECT ${combinedSql} AS line FROM (SELECT ${values.join(", ")})`, format: "JSONEachRow" });
+      const [{ line }] = (await result.json()) as { line: string }[];
+      expect({ line, column: row.combined }).toEqual({ line: log.combined, column: row.combined === "" ? "" : log.combined });
+    }
+    expect(logs.map((log) => combinedColumn(log, true) === "")).toEqual([true, true, true, true, true, false, true, false, false, true, true]);
   });
 });
 

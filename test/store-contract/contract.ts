@@ -776,6 +776,37 @@ function describeScanBudget(h: Harness): void {
       expect(pages.length).toBeGreaterThanOrEqual(6); // no page examined more than 51 of the 300 rows
     });
 
+    it("ends a page at its last match when it fills within the budget, and takes the row past the budget when it matches", async () => {
+      // Matches: every tenth request, and r299, r249, r199 … (the rows that end a budget of 50 from the top).
+      await h.writeMany(300, (i) => (i % 10 === 0 || i % 50 === 49 ? `/match-me/${i}` : `/other/${i}`));
+      const everyMatch = (await h.walk({ count: 1000n, combinedLogRegex: "match-me" })).flatMap(pageIds);
+      expect(everyMatch.slice(0, 4)).toEqual(["r299", "r290", "r280", "r270"]);
+
+      const small: ReadInit = { count: 3n, combinedLogRegex: "match-me" };
+      const full = await h.read(small, { readScanRows: 50 });
+      expect(pageIds(full)).toEqual(["r299", "r290", "r280"]);
+      expect(full.lastSortTime).toBe(t0 + 270n); // the match that did not fit
+      expect((await h.walk(small, { readScanRows: 50 })).flatMap(pageIds)).toEqual(everyMatch);
+
+      const large: ReadInit = { count: 20n, combinedLogRegex: "match-me" };
+      const pages = await h.walk(large, { readScanRows: 50 });
+      expect(pageIds(pages[0]!)).toEqual(["r299", "r290", "r280", "r270", "r260", "r250", "r249"]);
+      expect(pages[0]!.lastSortTime).toBe(t0 + 249n);
+      expect(pageIds(pages[1]!)).toEqual(["r240", "r230", "r220", "r210", "r200", "r199"]);
+      expect(pages.flatMap(pageIds)).toEqual(everyMatch);
+    });
+
+    it("finds the matches behind many newer records rewritten so that they no longer match", async () => {
+      const written = (ids: number[], resource: string) =>
+        ids.map((i) => minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i), resource: `/${resource}/${i}` }));
+      const newer = Array.from({ length: 20 }, (_, i) => 100 + i);
+      await h.write(...written([0, 1, 2, 3, 4], "match-me"), ...written(newer, "match-me"));
+      await h.write(...written(newer, "other"));
+      const init: ReadInit = { count: 3n, combinedLogRegex: "match-me" };
+      expect(pageIds(await h.read(init))).toEqual(["r4", "r3", "r2"]);
+      expect((await h.walk(init)).flatMap(pageIds)).toEqual(["r4", "r3", "r2", "r1", "r0"]);
+    });
+
     it("stops a scan whose filters match nothing at the budget, with no records and a next cursor", async () => {
       await h.writeMany(1000, (i) => `/r/${i}`);
       const pages = await h.walk({ minimumLogLevel: 4, count: 10n }, { readScanRows: 100 });

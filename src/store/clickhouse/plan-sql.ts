@@ -1,13 +1,8 @@
 import type { ReadPlan } from "../../query/read-plan.js";
 import { requiredLiterals } from "../../query/regex-literals.js";
 import { clickhouseRegex } from "./clickhouse-regex.js";
+import { combinedSql } from "./request-row.js";
 import { sqlInt, sqlString } from "./sql-literal.js";
-
-/** An RE2 test of a column, behind a search for the literals every match contains (cheap, and skips most rows). */
-function regexSql(column: string, pattern: string, field: string): string[] {
-  const literals = requiredLiterals(pattern).map((l) => `position(${column}, ${sqlString(l)}) > 0`);
-  return [...literals, `match(${column}, ${sqlString(clickhouseRegex(pattern, field))})`];
-}
 
 /** (module, version) pairs, ORed (a pair without a version: all of the module's), over these columns. */
 export function versionsSql(versions: readonly { moduleId: string; versionId?: string }[], module: string, version: string): string {
@@ -19,20 +14,57 @@ export function versionsSql(versions: readonly { moduleId: string; versionId?: s
   return `(${pairs.join(" OR ")})`;
 }
 
+/** An RE2 test of a column or expression (`over`), written for an outer query that selects it as `name`. */
+interface PatternTest {
+  over: string;
+  name: string;
+  regex: string;
+}
+
 /**
  * A Read plan's filters as SQL conditions over a request's latest version
  * (requests FINAL, where WHERE applies after the versions are merged): the
- * same tests as the SQLite backend's, RE2 patterns through match().
+ * same tests as the SQLite backend's, RE2 patterns through match(). Each
+ * pattern comes with a search for the literals every match contains, among
+ * the `tests` (cheap, and they leave out most rows).
  */
+function filtersOf(plan: ReadPlan): { tests: string[]; patterns: PatternTest[] } {
+  const tests: string[] = [];
+  const patterns: PatternTest[] = [];
+  const pattern = (over: string, name: string, source: string, field: string) => {
+    tests.push(...requiredLiterals(source).map((l) => `position(${over}, ${sqlString(l)}) > 0`));
+    patterns.push({ over, name, regex: sqlString(clickhouseRegex(source, field)) });
+  };
+  if (!plan.includeIncomplete) tests.push("finished = 1");
+  if (plan.versions) tests.push(versionsSql(plan.versions, "module_id", "version_id"));
+  if (plan.minimumLogLevel !== undefined) tests.push(`max_level >= ${sqlInt(plan.minimumLogLevel)}`);
+  if (plan.replicaIndex !== undefined) tests.push(`replica_index = ${sqlInt(plan.replicaIndex)}`); // unset: its default, -1
+  if (plan.hostRegex !== undefined) pattern("host", "tested_host", plan.hostRegex, "host_regex");
+  if (plan.combinedRegex !== undefined) pattern(combinedSql, "tested_combined", plan.combinedRegex, "combined_log_regex");
+  return { tests, patterns };
+}
+
+/** The plan's filters as conditions of one WHERE (for few rows: request ids, changed records). */
 export function planFilters(plan: ReadPlan): string[] {
-  const where: string[] = [];
-  if (!plan.includeIncomplete) where.push("finished = 1");
-  if (plan.versions) where.push(versionsSql(plan.versions, "module_id", "version_id"));
-  if (plan.minimumLogLevel !== undefined) where.push(`max_level >= ${sqlInt(plan.minimumLogLevel)}`);
-  if (plan.replicaIndex !== undefined) where.push(`replica_index = ${sqlInt(plan.replicaIndex)}`); // unset: its default, -1
-  if (plan.hostRegex !== undefined) where.push(...regexSql("host", plan.hostRegex, "host_regex"));
-  if (plan.combinedRegex !== undefined) where.push(...regexSql("combined", plan.combinedRegex, "combined_log_regex"));
-  return where;
+  const { tests, patterns } = filtersOf(plan);
+  return [...tests, ...patterns.map((p) => `match(${p.over}, ${p.regex})`)];
+}
+
+/**
+ * The plan's filters for a scan of many rows, in two stages. ClickHouse
+ * 18.16 evaluates every operand of an AND on every row, so a match() beside
+ * the literals' search would still run RE2 on each row: `first` is the
+ * WHERE of an inner query that also selects `columns`, `then` (the RE2
+ * tests, over those) the WHERE of the outer one, which sees only the rows
+ * that passed.
+ */
+export function scanFilters(plan: ReadPlan): { first: string[]; columns: string[]; then: string[] } {
+  const { tests, patterns } = filtersOf(plan);
+  return {
+    first: tests,
+    columns: patterns.map((p) => `${p.over} AS ${p.name}`),
+    then: patterns.map((p) => `match(${p.name}, ${p.regex})`),
+  };
 }
 
 /** The plan's time range on sort time (start inclusive, end exclusive). */

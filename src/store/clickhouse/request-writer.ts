@@ -2,18 +2,18 @@ import { isFieldSet, ScalarType } from "@bufbuild/protobuf";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../domain/records.js";
 import { latencyBucket } from "../../domain/latency-histogram.js";
-import { formatCombined } from "../../format/combined-line.js";
 import { statsFactsOf } from "../../write/stats-facts.js";
 import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
 import {
+  combinedColumn,
   fieldColumns,
   finishedSetBit,
   moduleSetBit,
+  placeholderCombined,
   placeholderRecord,
   type RequestRow,
   recordColumns,
   requestKey,
-  rowToLog,
 } from "./request-row.js";
 import { bytesToText } from "./sql-literal.js";
 import { tsvNumbers, tsvStrings, tsvValue } from "./tab-separated.js";
@@ -134,7 +134,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
     if (stored.has_record === 0) {
       // A placeholder starts at its earliest line; its combined line follows.
       if (first < BigInt(stored.start_time as string)) row.start_time = String(first);
-      row.combined = formatCombined(rowToLog(row));
+      row.combined = placeholderCombined(row);
     }
     save(key, row, stored, added);
     return added.length;
@@ -186,7 +186,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
           module_id: log.moduleId,
           version_id: log.versionId,
           record_bytes: String(recordWireBytes(log)),
-          combined: log.combined,
+          combined: combinedColumn(log, record.storedCombined === undefined),
         },
         stored,
         added,
@@ -225,7 +225,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
         record_bytes: "0",
         combined: "",
       };
-      row.combined = formatCombined(rowToLog(row));
+      row.combined = placeholderCombined(row);
       save(key, row, undefined, added);
       return added.length;
     },

@@ -3,7 +3,7 @@ import { ReqlogError } from "../../reqlog-error.js";
 import type { ReadResult } from "../store.js";
 import type { ChangeSequence } from "./change-sequence.js";
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
-import { and, planFilters, timeRange } from "./plan-sql.js";
+import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
 import type { RequestRow } from "./request-row.js";
 import type { SqlClient } from "./sql-client.js";
@@ -16,6 +16,37 @@ interface Candidate {
   requestId: string;
   changed?: RequestRow;
 }
+
+/** A row of the scan of unchanged records: a match, or the last row examined. */
+interface ScanRow extends Candidate {
+  matches: boolean;
+}
+
+/** A match of a scan: a version of a request (64-bit integers as text). */
+interface Hit {
+  sort_time: string;
+  rkey: string;
+  request_id: string;
+  seq: string;
+}
+
+/** How many rows a scan examines and the last of them (64-bit integers as text, a tuple as an array). */
+interface ScanExtent {
+  examined: string;
+  /** Sort time and rkey of the last row examined (the oldest). */
+  oldest: [string, string];
+}
+
+/**
+ * Rows a scan may examine per millisecond of a Read's time budget.
+ * ClickHouse cannot stop a query at an exact row once time is up, and a
+ * page must end at an exact row; so the time budget caps the rows examined,
+ * at about the rate ClickHouse filters them.
+ */
+const scanRowsPerMs = 10_000;
+
+/** The rows a plan's scan may examine (the row past them is examined too). */
+const scanRows = (plan: ReadPlan) => Math.min(plan.budget.rows, plan.budget.ms * scanRowsPerMs);
 
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
 
@@ -34,9 +65,9 @@ export interface PagingHistory {
  * where they stood (their first move after the snapshot), and records created
  * since are left out.
  *
- * The scan streams only each row's key and whether it matches the plan's
- * filters (computed by ClickHouse); it stops at the plan's row or time budget
- * or once the page is full, and the matching records are then read whole.
+ * ClickHouse scans the unchanged records to the plan's budget and applies
+ * its filters; only the matches a page can take and the last row examined
+ * come back (unchangedScan), and the matching records are then read whole.
  */
 export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq: ChangeSequence, history: PagingHistory) {
   /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
@@ -72,24 +103,83 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       .sort((a, b) => (newer(a, b) ? -1 : 1));
   }
 
-  /** Records unchanged since the snapshot, newest first, from after the cursor: key and whether it matches. */
-  function unchangedScan(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
-    const where = [`app = ${sqlString(plan.appId)}`, `seq <= ${sqlInt(snapshot)}`, "deleted = 0", ...timeRange(plan)];
+  /**
+   * The scan of records unchanged since the snapshot, newest first from after
+   * the cursor, as far as the budget goes, in two searches ClickHouse runs
+   * side by side: how many rows the scan examines and the last of them (the
+   * oldest), and the first matches (as many as a page can take, firstMatches). Only those
+   * cross the wire, and they are all a page needs to end exactly where a
+   * scan row by row would: after its last match, or at the row past the
+   * budget (taken when it matches).
+   */
+  async function unchangedScan(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
+    const scope = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan), `seq <= ${sqlInt(snapshot)}`, "deleted = 0"];
     if (after) {
-      where.push(`sort_time <= ${sqlInt(after.sortTime)}`);
-      where.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
+      scope.push(`sort_time <= ${sqlInt(after.sortTime)}`);
+      scope.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
     }
-    // The row past the budget is examined too (as on SQLite): rows + 1.
-    return sql.stream(
-      `SELECT sort_time, rkey, request_id, ${and(planFilters(plan))} AS matches FROM requests FINAL
-       WHERE ${where.join(" AND ")} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(plan.budget.rows + 1)}`,
+    const rows = scanRows(plan);
+    const extent = (order: string) =>
+      sql.rows<ScanExtent>(
+        `SELECT count() AS examined, min((sort_time, rkey)) AS oldest
+         FROM (SELECT sort_time, rkey FROM requests FINAL WHERE ${scope.join(" AND ")} ${order})`,
+        signal,
+      );
+    const [[whole], hits] = await Promise.all([extent(""), firstMatches(plan, scope, signal)]);
+    // The row past the budget is examined too (as on SQLite): rows + 1. Only
+    // when there are more does ClickHouse sort them to find where it stands.
+    const [scanned] = Number(whole!.examined) > rows + 1 ? await extent(`ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(rows + 1)}`) : [whole];
+    if (scanned!.examined === "0") return { found: [] };
+    const oldest: ScanRow = { sortTime: BigInt(scanned!.oldest[0]), rkey: BigInt(scanned!.oldest[1]), requestId: "", matches: false };
+    // The matches up to the last row examined (those past it are past the budget).
+    const found = hits
+      .map((h): ScanRow => ({ sortTime: BigInt(h.sort_time), rkey: BigInt(h.rkey), requestId: h.request_id, matches: true }))
+      .filter((h) => !newer(oldest, h));
+    const last = found.at(-1);
+    const end = last && last.sortTime === oldest.sortTime && last.rkey === oldest.rkey ? last : oldest;
+    if (end === oldest) found.push(oldest);
+    return { found, spentAt: Number(scanned!.examined) > rows ? end : undefined };
+  }
+
+  /**
+   * The newest matches of the scan (as many as a page can take): the
+   * versions that pass the filters, newest first, each kept when it is its
+   * request's latest version. Without FINAL (which merges every column the
+   * filters read, of every row: most of a scan's cost when the combined line
+   * is derived), ClickHouse reads the columns as a plain table; the latest
+   * versions are then looked up by key, for the few ids found. Exact when it
+   * finds enough matches or finds every matching version; else (many
+   * matching versions superseded) the same search runs on requests FINAL.
+   */
+  async function firstMatches(plan: ReadPlan, scope: readonly string[], signal: AbortSignal): Promise<Hit[]> {
+    const filters = scanFilters(plan);
+    const wanted = plan.count + 1;
+    const search = (table: string, limit: number) =>
+      sql.rows<Hit>(
+        `SELECT sort_time, rkey, request_id, seq
+         FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${table}
+               WHERE ${[...scope, ...filters.first].join(" AND ")})
+         WHERE ${and(filters.then)} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(limit)}`,
+        signal,
+      );
+    const limit = 2 * wanted;
+    const versions = await search("requests", limit);
+    if (versions.length === 0) return [];
+    const ids = [...new Set(versions.map((v) => v.request_id))];
+    const latest = await sql.rows<{ request_id: string; seq: string }>(
+      `SELECT request_id, max(seq) AS seq FROM requests
+       WHERE app = ${sqlString(plan.appId)} AND request_id IN ${sqlList(ids.map(sqlString))} GROUP BY request_id`,
       signal,
     );
+    const latestSeq = new Map(latest.map((l) => [l.request_id, l.seq]));
+    const hits = versions.filter((v) => latestSeq.get(v.request_id) === v.seq);
+    return hits.length >= wanted || versions.length < limit ? hits.slice(0, wanted) : search("requests FINAL", wanted);
   }
 
   async function page(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {
-    const deadline = performance.now() + plan.budget.ms;
     const changed = await changedSince(plan, snapshot, after, signal);
+    const { found, spentAt } = await unchangedScan(plan, snapshot, after, signal);
+    if (signal.aborted) throw ReqlogError.cancelled();
     const matched: Candidate[] = [];
     let last: Candidate | undefined;
     let next: Candidate | undefined;
@@ -103,19 +193,15 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       return false;
     };
     let c = 0;
-    let examined = 0;
-    scan: for await (const [sortTime, rkey, requestId, matches] of unchangedScan(plan, snapshot, after, signal)) {
-      const row: Candidate = { sortTime: BigInt(sortTime!), rkey: BigInt(rkey!), requestId: requestId! };
+    scan: for (const row of found) {
       for (; c < changed.length && newer(changed[c]!, row); c++) {
         last = changed[c];
         if (take(changed[c]!)) break scan;
       }
-      if (signal.aborted) throw ReqlogError.cancelled();
       last = row;
-      examined++;
-      if (matches === "1" && take(row)) break;
-      // Budget spent (rows or time): the page ends after this row, matching or not.
-      if (examined > plan.budget.rows || performance.now() > deadline) {
+      if (row.matches && take(row)) break;
+      // Budget spent: the page ends after this row, matching or not.
+      if (row === spentAt) {
         next = row;
         break;
       }

@@ -14,7 +14,7 @@ import { stringKind } from "./strings.js";
  * From the strings every match contains (required-strings.ts), each
  * string is cut at the characters that separate a derived line's fields
  * (space, quote, brackets). A piece without them lies inside one field,
- * the time or a fixed part (plainFields in stored-record.ts makes sure of
+ * the time or a fixed part (plainFields in format/combined-line.ts makes sure of
  * it for every line the store derives). So a piece of three characters or
  * more that cannot lie in the time, the fixed parts, a number, a method or
  * an HTTP version lies in the ip, nickname or resource (whose trigrams are

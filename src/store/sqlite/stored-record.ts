@@ -2,7 +2,7 @@ import { create, type DescField, mergeFromBinary, ScalarType } from "@bufbuild/p
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { type RequestLog, RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { PreparedRecord } from "../../domain/records.js";
-import { type CombinedFields, formatCombined } from "../../format/combined-line.js";
+import { formatCombined, plainFields } from "../../format/combined-line.js";
 import { type StringKind, stringKind } from "./strings.js";
 
 /**
@@ -89,24 +89,6 @@ export function resourceParts(resource: string): { prefix: string; rest: string 
 
 /** The `resource` of a row of `requests r`, in SQL: its start's text and the rest. */
 export const resourceSql = "coalesce((SELECT text FROM strings WHERE id = r.resource_prefix), '') || r.resource";
-
-// The characters formatCombined escapes.
-const needsEscape = /["\\\x00-\x1f\x7f]/;
-
-const year10000 = 253_402_300_800_000_000n; // 10000-01-01T00:00:00Z in µs
-
-/**
- * Whether each field appears in the combined line as it is (none needs
- * escaping) and its time has a four-digit year, so that every piece of the
- * line is a piece of one field, the time, or the fixed parts.
- */
-export function plainFields(log: CombinedFields): boolean {
-  const time = log.endTime > 0n ? log.endTime : log.startTime;
-  if (time < 0n || time >= year10000) return false;
-  return ![log.ip, log.nickname, log.method, log.resource, log.httpVersion, log.referrer, log.userAgent].some(
-    (field) => field !== undefined && needsEscape.test(field),
-  );
-}
 
 /** Whether a proto2 field is set: the message has it as its own property (isFieldSet's check without its cost). */
 const has = (log: RequestLog, field: DescField) => Object.hasOwn(log, field.localName);
