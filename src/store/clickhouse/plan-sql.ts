@@ -19,6 +19,8 @@ interface PatternTest {
   over: string;
   name: string;
   regex: string;
+  /** How many literal searches stand before it among the tests. */
+  literals: number;
 }
 
 /**
@@ -32,8 +34,9 @@ function filtersOf(plan: ReadPlan): { tests: string[]; patterns: PatternTest[] }
   const tests: string[] = [];
   const patterns: PatternTest[] = [];
   const pattern = (over: string, name: string, source: string, field: string) => {
-    tests.push(...requiredLiterals(source).map((l) => `position(${over}, ${sqlString(l)}) > 0`));
-    patterns.push({ over, name, regex: sqlString(clickhouseRegex(source, field)) });
+    const literals = requiredLiterals(source).map((l) => `position(${over}, ${sqlString(l)}) > 0`);
+    tests.push(...literals);
+    patterns.push({ over, name, regex: sqlString(clickhouseRegex(source, field)), literals: literals.length });
   };
   if (!plan.includeIncomplete) tests.push("finished = 1");
   if (plan.versions) tests.push(versionsSql(plan.versions, "module_id", "version_id"));
@@ -60,6 +63,9 @@ export function planFilters(plan: ReadPlan): string[] {
  */
 export function scanFilters(plan: ReadPlan): { first: string[]; columns: string[]; then: string[] } {
   const { tests, patterns } = filtersOf(plan);
+  // Without a literal to search for, the first stage would pass every row
+  // (and on a cluster, send every row from the shards to the outer query).
+  if (!patterns.some((p) => p.literals > 0)) return { first: planFilters(plan), columns: [], then: [] };
   return {
     first: tests,
     columns: patterns.map((p) => `${p.over} AS ${p.name}`),

@@ -107,10 +107,10 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
    * The scan of records unchanged since the snapshot, newest first from after
    * the cursor, as far as the budget goes, in two searches ClickHouse runs
    * side by side: how many rows the scan examines and the last of them (the
-   * oldest), and the first matches (as many as a page can take, firstMatches). Only those
-   * cross the wire, and they are all a page needs to end exactly where a
-   * scan row by row would: after its last match, or at the row past the
-   * budget (taken when it matches).
+   * oldest), and the first matches (as many as a page can take:
+   * firstMatches). Only those cross the wire, and they are all a page needs
+   * to end exactly where a scan row by row would: after its last match, or
+   * at the row past the budget (taken when it matches).
    */
   async function unchangedScan(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
     const scope = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan), `seq <= ${sqlInt(snapshot)}`, "deleted = 0"];
@@ -119,16 +119,15 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       scope.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
     }
     const rows = scanRows(plan);
-    const extent = (order: string) =>
-      sql.rows<ScanExtent>(
-        `SELECT count() AS examined, min((sort_time, rkey)) AS oldest
-         FROM (SELECT sort_time, rkey FROM requests FINAL WHERE ${scope.join(" AND ")} ${order})`,
-        signal,
-      );
-    const [[whole], hits] = await Promise.all([extent(""), firstMatches(plan, scope, signal)]);
+    const extent = (from: string) => sql.rows<ScanExtent>(`SELECT count() AS examined, min((sort_time, rkey)) AS oldest FROM ${from}`, signal);
+    // (On a cluster, each shard sums up its own rows.)
+    const [[whole], hits] = await Promise.all([extent(`requests FINAL WHERE ${scope.join(" AND ")}`), firstMatches(plan, scope, signal)]);
     // The row past the budget is examined too (as on SQLite): rows + 1. Only
     // when there are more does ClickHouse sort them to find where it stands.
-    const [scanned] = Number(whole!.examined) > rows + 1 ? await extent(`ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(rows + 1)}`) : [whole];
+    const [scanned] =
+      Number(whole!.examined) > rows + 1
+        ? await extent(`(SELECT sort_time, rkey FROM requests FINAL WHERE ${scope.join(" AND ")} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(rows + 1)})`)
+        : [whole];
     if (scanned!.examined === "0") return { found: [] };
     const oldest: ScanRow = { sortTime: BigInt(scanned!.oldest[0]), rkey: BigInt(scanned!.oldest[1]), requestId: "", matches: false };
     // The matches up to the last row examined (those past it are past the budget).
@@ -154,12 +153,16 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
   async function firstMatches(plan: ReadPlan, scope: readonly string[], signal: AbortSignal): Promise<Hit[]> {
     const filters = scanFilters(plan);
     const wanted = plan.count + 1;
+    const order = "ORDER BY sort_time DESC, rkey DESC LIMIT";
     const search = (table: string, limit: number) =>
       sql.rows<Hit>(
-        `SELECT sort_time, rkey, request_id, seq
-         FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${table}
-               WHERE ${[...scope, ...filters.first].join(" AND ")})
-         WHERE ${and(filters.then)} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(limit)}`,
+        filters.then.length === 0
+          ? // One level when there is no second stage: on a cluster, each shard then sorts and limits its own rows.
+            `SELECT sort_time, rkey, request_id, seq FROM ${table} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
+          : `SELECT sort_time, rkey, request_id, seq
+             FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${table}
+                   WHERE ${[...scope, ...filters.first].join(" AND ")})
+             WHERE ${and(filters.then)} ${order} ${sqlInt(limit)}`,
         signal,
       );
     const limit = 2 * wanted;
