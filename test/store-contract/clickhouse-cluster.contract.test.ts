@@ -10,7 +10,9 @@ import { type ClickHouseCluster, startClickHouseCluster } from "../helpers/click
 import { describeStoreContract } from "./contract.js";
 
 // Starting ClickHouse and ZooKeeper may first install them (apt-get): minutes on a fresh machine.
-vi.setConfig({ hookTimeout: 600_000, testTimeout: 120_000 });
+// The paging property (100 runs of distributed inserts and reads) takes about a minute alone and
+// more than two beside the rest of the suite on two busy cores: the timeout guards against a hang.
+vi.setConfig({ hookTimeout: 600_000, testTimeout: 360_000 });
 
 const database = `reqlog_cluster_${process.pid}`;
 let cluster: ClickHouseCluster;

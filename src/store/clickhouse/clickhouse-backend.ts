@@ -37,6 +37,12 @@ function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHo
     password: options.password ?? "",
     database,
     log: { level: ClickHouseLogLevel.OFF },
+    // ClickHouse closes an idle keep-alive connection after keep_alive_timeout
+    // (3 s by default before 23.11); a request sent on it just then fails
+    // with "socket hang up". The client's default (2.5 s) leaves half a second,
+    // which a busy machine's event-loop delays eat: reuse a socket only within
+    // a second, and drop stale ones even when the timer fired late.
+    keep_alive: { idle_socket_ttl: 1000, eagerly_destroy_stale_sockets: true },
     // Retention's and compaction's scans of every request may take a while on a large store.
     request_timeout: 300_000,
     // A group or a page names up to a thousand requests in its query text.
