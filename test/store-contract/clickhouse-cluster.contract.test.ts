@@ -2,12 +2,11 @@ import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
 import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
-import type { Backend } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { defaultLimits } from "../../src/limits.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseCluster, startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
-import { describeStoreContract } from "./contract.js";
+import { describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse and ZooKeeper may first install them (apt-get): minutes on a fresh machine.
 // The paging property (100 runs of distributed inserts and reads) takes about a minute alone and
@@ -99,18 +98,5 @@ describe("a ClickHouse cluster of two shards", () => {
 
 describeStoreContract("ClickHouse (two shards)", async (now) => {
   await emptyShards();
-  const open = () => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now });
-  let backend: Backend = await open();
-  return {
-    get backend() {
-      return backend;
-    },
-    async reopen() {
-      await backend.close();
-      backend = await open();
-    },
-    async cleanup() {
-      await backend.close();
-    },
-  };
+  return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now }));
 });

@@ -7,7 +7,6 @@ import { re2Flags } from "../../src/query/read-plan.js";
 import { planUsage } from "../../src/query/usage-plan.js";
 import { Code } from "../../src/reqlog-error.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
-import type { Backend } from "../../src/store/store.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { clickhouseRegex } from "../../src/store/clickhouse/clickhouse-regex.js";
 import { combinedColumn, combinedSql, recordColumns } from "../../src/store/clickhouse/request-row.js";
@@ -15,7 +14,7 @@ import { sqlString } from "../../src/store/clickhouse/sql-literal.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
-import { describeStoreContract } from "./contract.js";
+import { describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse may first install it (apt-get): minutes on a fresh machine. Every
 // write is a round trip to ClickHouse: the property tests (a hundred runs of writes and
@@ -37,21 +36,12 @@ let databases = 0;
 // A database of its own per test, as `reqlog serve --store clickhouse` opens one.
 describeStoreContract("ClickHouse (one node)", async (now) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
-  const open = () => openClickHouseBackend({ url: server.url, database, now });
-  let backend: Backend = await open();
-  return {
-    get backend() {
-      return backend;
-    },
-    async reopen() {
-      await backend.close();
-      backend = await open();
-    },
-    async cleanup() {
-      await backend.close();
+  return reopenable(
+    () => openClickHouseBackend({ url: server.url, database, now }),
+    async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
-  };
+  );
 });
 
 describe("ClickHouse's match() with the patterns the store gives it", () => {

@@ -70,6 +70,30 @@ export interface OpenedBackend {
  */
 export type OpenBackend = (now: () => bigint) => Promise<OpenedBackend>;
 
+/**
+ * An OpenedBackend on the storage `open` opens: `reopen` closes the backend
+ * and calls `open` again; `cleanup` closes it, then `remove`s the storage.
+ */
+export async function reopenable<B extends Backend>(
+  open: () => B | Promise<B>,
+  remove: () => void | Promise<void> = () => {},
+): Promise<OpenedBackend> {
+  let backend = await open();
+  return {
+    get backend() {
+      return backend;
+    },
+    async reopen() {
+      await backend.close();
+      backend = await open();
+    },
+    async cleanup() {
+      await backend.close();
+      await remove();
+    },
+  };
+}
+
 type ReadInit = Omit<Exclude<MessageInitShape<typeof LogReadRequestSchema>, LogReadRequest>, "$typeName">;
 type UsageInit = Omit<Exclude<MessageInitShape<typeof LogUsageRequestSchema>, LogUsageRequest>, "$typeName">;
 
