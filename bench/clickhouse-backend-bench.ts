@@ -25,6 +25,7 @@ import {
   type Figure,
   printTable,
   recordColumns,
+  reqlogOffsetAt,
   reqlogTarget,
   serveReqlog,
   stopReqlog,
@@ -105,14 +106,8 @@ async function main() {
   // Page 1000 by keyset on every side (smaller runs have fewer pages: their deepest is compared).
   const depth = Math.min(1000, Math.floor((n * 0.8) / 100));
   console.log(`paging to page ${depth} …`);
-  const deepOffset = async (read: typeof readCh) =>
-    (await walkTo<Uint8Array>((depth - 1) * 100, async (count, after) => {
-      const page = await read({ ...window, count: BigInt(count), ...(after ? { offset: { requestId: after } } : {}) });
-      if (page.log.length !== count) throw new Error(`reqlog returned ${page.log.length} of ${count} rows while paging`);
-      return page.offset?.requestId;
-    }))!;
-  const chOffset = await deepOffset(readCh);
-  const sqliteOffset = await deepOffset(readSqlite);
+  const chOffset = await reqlogOffsetAt(readCh, window, (depth - 1) * 100);
+  const sqliteOffset = await reqlogOffsetAt(readSqlite, window, (depth - 1) * 100);
   const last = await walkTo<Last>((depth - 1) * 100, async (count, after) => (await rawPage(after, count)).at(-1));
   const deep = await alternating(4, 5, [
     () => readCh({ ...window, offset: { requestId: chOffset } }),

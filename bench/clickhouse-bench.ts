@@ -31,6 +31,7 @@ import {
   type Figure,
   printTable,
   recordColumns,
+  reqlogOffsetAt,
   reqlogTarget,
   serveReqlog,
   stopReqlog,
@@ -119,14 +120,10 @@ async function main() {
   const window = { startTime: from, endTime: newest + 1n, count: 100n };
   // Page 1000 (smaller runs have fewer pages: their deepest is compared).
   const depth = Math.min(1000, Math.floor((n * 0.8) / 100));
-  const offset = await walkTo<Uint8Array>((depth - 1) * 100, async (count, after) => {
-    const page = await read({ ...window, count: BigInt(count), ...(after ? { offset: { requestId: after } } : {}) });
-    if (page.log.length !== count) throw new Error(`reqlog returned ${page.log.length} of ${count} rows while paging`);
-    return page.offset?.requestId;
-  });
+  const offset = await reqlogOffsetAt(read, window, (depth - 1) * 100);
   // The first page and the deep one in turns, so that neither meets the server at a better moment (its
   // WAL checkpointed or not, the page cache warm or not).
-  const [firstOurs, deepOurs] = (await alternating(5, 4, [() => read(window), () => read({ ...window, offset: { requestId: offset! } })])) as [number, number];
+  const [firstOurs, deepOurs] = (await alternating(5, 4, [() => read(window), () => read({ ...window, offset: { requestId: offset } })])) as [number, number];
 
   type Key = { sort_time: string | bigint; request_id: string };
   const keyset = (after: Key | undefined) =>

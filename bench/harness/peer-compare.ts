@@ -5,9 +5,16 @@
  * table of figures with each side's ratio to the first.
  */
 import { Readable } from "node:stream";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import type { ClickHouseClient } from "@clickhouse/client";
-import { type RequestLog, RequestLogSchema, WriteRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import {
+  type LogReadRequest,
+  type LogReadRequestSchema,
+  type LogReadResponse,
+  type RequestLog,
+  RequestLogSchema,
+  WriteRequestSchema,
+} from "../../gen/reqlog/v1/log_service_pb.js";
 import { createLogServiceClient, type LogServiceClient } from "../../src/client/log-service-client.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { benchDbPath, median, trafficRecords } from "../load.js";
@@ -43,6 +50,19 @@ export async function walkTo<K>(rows: number, step: (count: number, after: K | u
     done += count;
   }
   return after;
+}
+
+/** A Read's fields as a plain object. */
+type ReadInit = Omit<Exclude<MessageInitShape<typeof LogReadRequestSchema>, LogReadRequest>, "$typeName">;
+
+/** reqlog's offset `rows` rows into the Read `init` names (walkTo's steps, each checked to be whole). */
+export async function reqlogOffsetAt(read: (init: ReadInit) => Promise<LogReadResponse>, init: ReadInit, rows: number): Promise<Uint8Array> {
+  const offset = await walkTo<Uint8Array>(rows, async (count, after) => {
+    const page = await read({ ...init, count: BigInt(count), ...(after ? { offset: { requestId: after } } : {}) });
+    if (page.log.length !== count) throw new Error(`reqlog returned ${page.log.length} of ${count} rows while paging`);
+    return page.offset?.requestId;
+  });
+  return offset!;
 }
 
 /** Calls each side's runs in turn, `rounds` times (timings drift over minutes here): each side's median. */
