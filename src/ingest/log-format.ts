@@ -155,34 +155,46 @@ const unescapers: Record<Escape, (value: string) => string> = {
   none: (value) => value,
 };
 
+/** What a variable of no fixed shape matches: escaped text (no bare quote or backslash), or any text. */
+const freeValue = { escaped: '((?:[^"\\\\]|\\\\.)*?)', lenient: "(.*?)" };
+
+/** The line regex of a format, with `free` for the variables of no fixed shape. */
+function patternOf(elements: Element[], free: string): RegExp {
+  let pattern = "^";
+  for (const element of elements) {
+    if ("literal" in element) pattern += escapeRegex(element.literal);
+    else pattern += shapes[element.variable] !== undefined ? `(${shapes[element.variable]![0]})` : free;
+  }
+  return new RegExp(`${pattern}$`, "s");
+}
+
 /** Compiles a format (nginx `log_format` text, or the directive as nginx.conf has it). */
 export function compileLogFormat(spec: string, escape?: Escape): LogFormat {
   const parsed = formatText(spec);
   const text = parsed.text;
-  const unescape = unescapers[escape ?? parsed.escape];
+  const escaped = escape ?? parsed.escape;
+  const unescape = unescapers[escaped];
   const elements = elementsOf(text);
   const variables: string[] = [];
-  let pattern = "^";
-  for (const element of elements) {
-    if ("literal" in element) {
-      pattern += escapeRegex(element.literal);
-    } else {
-      const shape = shapes[element.variable];
-      pattern += shape !== undefined ? `(${shape[0]})` : "(.*?)";
-      variables.push(element.variable);
-    }
-  }
+  for (const element of elements) if ("variable" in element) variables.push(element.variable);
   if (variables.length === 0) throw new Error(`log format ${JSON.stringify(text)} has no $variables`);
   if (new Set(variables).size !== variables.length) {
     throw new Error(`log format ${JSON.stringify(text)} names a variable twice`);
   }
-  const regex = new RegExp(`${pattern}$`, "s");
+  // A line whose values were escaped as the format says is read as such first:
+  // in `"\" " "-"` the referrer is `" ` and the user agent "-", not `\` and
+  // ` "-`. Lines with an unescaped quote in a value (the forge writes the user
+  // agent as sent) fall back to the least text.
+  const regexes = [freeValue.lenient];
+  if (escaped !== "none") regexes.unshift(freeValue.escaped);
+  const compiled = regexes.map((free) => patternOf(elements, free));
 
   return {
     source: text,
     variables,
     match(line) {
-      const m = regex.exec(line);
+      let m: RegExpExecArray | null = null;
+      for (let i = 0; i < compiled.length && m === null; i++) m = compiled[i]!.exec(line);
       if (!m) return undefined;
       const values: Record<string, string> = {};
       for (let i = 0; i < variables.length; i++) values[variables[i]!] = unescape(m[i + 1]!);

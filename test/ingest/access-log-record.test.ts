@@ -38,6 +38,15 @@ describe("an access-log line as a request record", () => {
     expect(formatCombined(log)).toBe(line);
   });
 
+  it("reads escaped quotes as part of a value when the line can also be split at them", () => {
+    // `"\" " "-"`: a referrer of `" ` (quote, space) and no user agent, not `\` and ` "-`.
+    const log = logOf('0.0.0.0 - - [01/Jan/1970:00:00:00 +0000] "A /- HTTP/1.0" 100 0 "\\" " "-"');
+    expect([log.referrer, log.userAgent, log.combined]).toEqual(['" ', "", ""]);
+    // A writer that left a quote unescaped (the forge's user agent) is still read by the fields after it.
+    const bare = logOf('1.2.3.4 - - [18/Nov/2026:11:06:40 +0000] "GET / HTTP/1.1" 200 1 "-" "a "quoted" agent"');
+    expect(bare.userAgent).toBe('a "quoted" agent');
+  });
+
   it("keeps a line that is no request (nginx's \"-\", a TLS handshake on a plain port) with method -", () => {
     const dash = logOf('203.0.113.9 - - [18/Nov/2026:11:06:40 +0000] "-" 400 0 "-" "-"');
     expect([dash.method, dash.resource, dash.httpVersion, dash.status]).toEqual(["-", "-", "", 400]);
