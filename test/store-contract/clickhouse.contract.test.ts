@@ -1,15 +1,17 @@
 import { create } from "@bufbuild/protobuf";
 import RE2 from "re2";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { LogLineSchema, LogUsageRequestSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import { LogLineSchema, LogReadRequestSchema, LogUsageRequestSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
-import { re2Flags } from "../../src/query/read-plan.js";
+import { createOffsetCodec } from "../../src/query/offset-codec.js";
+import { planRead, re2Flags } from "../../src/query/read-plan.js";
 import { planUsage } from "../../src/query/usage-plan.js";
 import { Code } from "../../src/reqlog-error.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { clickhouseRegex } from "../../src/store/clickhouse/clickhouse-regex.js";
 import { combinedColumn, combinedSql, recordColumns } from "../../src/store/clickhouse/request-row.js";
+import type { SqlClient } from "../../src/store/clickhouse/sql-client.js";
 import { sqlString } from "../../src/store/clickhouse/sql-literal.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
@@ -155,6 +157,66 @@ describe("ClickHouse retention", () => {
       expect(await storedRows(database, "requests")).toBe(1); // "fresh", of today
       const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
       expect(usage.buckets.map((b) => b.requests)).toEqual([1]);
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse paging while a record changes", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+
+  it("returns a record updated between any two queries of a page once, where it stood", async () => {
+    const database = `reqlog_race_${process.pid}`;
+    // Before the query numbered `at` of the page being read (counted from 0), `change` runs first.
+    let race: { at: number; change: () => Promise<void> } | undefined;
+    let queries = 0;
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      async rows(query, signal) {
+        if (race && queries++ === race.at) {
+          const { change } = race;
+          race = undefined; // (the write's own queries go straight through)
+          await change();
+        }
+        return sql.rows(query, signal);
+      },
+    });
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0, interpose });
+    try {
+      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+      const write = (appId: string, name: string, at: bigint, status: number) =>
+        backend.store.write([prepareRequestLog(minimalLog({ appId, requestId: rid(name), endTime: t0 + at, status }), defaultLimits, "log")], signal);
+      const page = (appId: string, after?: Uint8Array) =>
+        backend.store.read(
+          planRead(create(LogReadRequestSchema, { appId, count: 1n, ...(after && { offset: { requestId: offsets.encode(appId, after) } }) }), defaultLimits, offsets),
+          signal,
+        );
+      /** Three records, the first page read (the newest), then the second with `b` updated before its query `at` (if it has one). */
+      async function secondPageRacing(appId: string, at: number) {
+        for (const [name, t] of [["a", 1n], ["b", 2n], ["c", 3n]] as const) await write(appId, name, t, 200);
+        const first = await page(appId);
+        expect(first.records.map((r) => decoder.decode(r.log.requestId))).toEqual(["c"]);
+        let changed = false;
+        race = { at, change: async () => void (await write(appId, "b", 2n, 500), (changed = true)) };
+        queries = 0;
+        const second = await page(appId, first.next);
+        race = undefined;
+        const pages = [first, second];
+        while (pages.at(-1)!.next) pages.push(await page(appId, pages.at(-1)!.next));
+        return { changed, queries, pages: pages.map((p) => p.records.map((r) => `${decoder.decode(r.log.requestId)} ${r.log.status}`)) };
+      }
+
+      // How many queries a second page makes when nothing races it.
+      const calm = await secondPageRacing("calm", -1);
+      expect(calm.pages).toEqual([["c 200"], ["b 200"], ["a 200"]]);
+      expect(calm.queries).toBeGreaterThan(1);
+      for (let at = 0; at < calm.queries; at++) {
+        const raced = await secondPageRacing(`race${at}`, at);
+        expect({ at, changed: raced.changed, pages: raced.pages }).toEqual({ at, changed: true, pages: [["c 200"], ["b 500"], ["a 200"]] });
+      }
     } finally {
       await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });

@@ -180,9 +180,21 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
   }
 
   async function page(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {
-    const changed = await changedSince(plan, snapshot, after, signal);
+    // The scan first, then the changes: a record that changes between the
+    // two (its latest version's seq passing the snapshot) is then in both
+    // sets, where it would be in neither the other way round. It is taken
+    // once, where the scan found it (where it stood at the snapshot: its
+    // first move since), as it is now (a match when it matches now).
     const { found, spentAt } = await unchangedScan(plan, snapshot, after, signal);
+    const changedNow = new Map((await changedSince(plan, snapshot, after, signal)).map((c) => [c.rkey, c]));
     if (signal.aborted) throw ReqlogError.cancelled();
+    for (const row of found) {
+      const current = changedNow.get(row.rkey);
+      if (!current) continue;
+      Object.assign(row, current, { matches: true });
+      changedNow.delete(row.rkey);
+    }
+    const changed = [...changedNow.values()];
     const matched: Candidate[] = [];
     let last: Candidate | undefined;
     let next: Candidate | undefined;
@@ -216,9 +228,11 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       }
     }
 
-    // The unchanged matches, read whole (one may have changed or gone since the scan: it is left out when gone).
+    // The unchanged matches, read whole (one may have changed or gone since
+    // the scan: it is left out when gone or when it no longer matches, as it
+    // would be among the changed records).
     const unchanged = matched.filter((m) => !m.changed).map((m) => m.requestId);
-    const whole = new Map((await records.byIds(plan.appId, unchanged, [], signal)).map((r) => [r.request_id, r]));
+    const whole = new Map((await records.byIds(plan.appId, unchanged, planFilters(plan), signal)).map((r) => [r.request_id, r]));
     const kept = matched.filter((m) => m.changed ?? whole.has(m.requestId));
     const logs = await records.toLogs(kept.map((m) => m.changed ?? whole.get(m.requestId)!), plan, signal);
     const cursorOf = (m: Candidate) => encodeCursor({ snapshot, sortTime: m.sortTime, rkey: m.rkey });
