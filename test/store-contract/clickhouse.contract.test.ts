@@ -223,3 +223,51 @@ describe("ClickHouse paging while a record changes", () => {
     }
   });
 });
+
+describe("ClickHouse migration 002 (positions)", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+
+  it("fills the positions of a database's stored requests, so that it pages them as before", async () => {
+    const database = `reqlog_migrate_${process.pid}`;
+    const command = (query: string) => server.client.command({ query: `${query}`.replaceAll("DB.", `${database}.`) });
+    const write = (backend: Awaited<ReturnType<typeof openClickHouseBackend>>, name: string, at: bigint, finished = true) =>
+      backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + at, finished }), defaultLimits, "log")], signal);
+    const newestFirst = async (backend: Awaited<ReturnType<typeof openClickHouseBackend>>) => {
+      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+      const page = await backend.store.read(planRead(create(LogReadRequestSchema, { appId: "forge", count: 100n, includeIncomplete: true }), defaultLimits, offsets), signal);
+      return page.records.map((r) => decoder.decode(r.log.requestId));
+    };
+    try {
+      let backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n });
+      await write(backend, "a", 1n);
+      await write(backend, "b", 2n, false); // in progress: sorts at t0 + 100
+      await write(backend, "c", 3n);
+      await write(backend, "b", 4n); // finished: moves to t0 + 4
+      await backend.close();
+      // The database as migration 001 left it: no positions, and 002 not applied.
+      for (const view of ["request_changes_3_positions", "request_changes_3_positions_left"]) await command(`DROP TABLE DB.${view}`);
+      await command("DROP TABLE DB.positions");
+      await command("TRUNCATE TABLE DB.schema_migrations");
+      await command("INSERT INTO DB.schema_migrations (version, name) VALUES (1, '001-init')");
+
+      backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n });
+      try {
+        expect(await newestFirst(backend)).toEqual(["b", "c", "a"]);
+        await write(backend, "a", 5n); // moves on: a tombstone where it stood
+        expect(await newestFirst(backend)).toEqual(["a", "b", "c"]);
+        const stored = await server.client.query({ query: `SELECT sort_time - ${t0} AS at, request_id, deleted FROM ${database}.positions FINAL ORDER BY at`, format: "JSONEachRow" });
+        expect(await stored.json()).toEqual([
+          { at: "1", request_id: "a", deleted: 1 },
+          { at: "3", request_id: "c", deleted: 0 },
+          { at: "4", request_id: "b", deleted: 0 },
+          { at: "5", request_id: "a", deleted: 0 },
+        ]);
+      } finally {
+        await backend.close();
+      }
+    } finally {
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});

@@ -115,7 +115,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       seq,
       batcher,
       records,
-      paging: createSnapshotPaging(sql, records, seq, history),
+      paging: createSnapshotPaging(sql, records, seq, history, now),
       changes: createTailChanges(sql, records, seq),
       offsetKey: meta.offsetKey,
       listeners,
