@@ -155,6 +155,7 @@ describe("ClickHouse retention", () => {
       await backend.maintenance.compact(now - dayUs, signal);
       expect(await storedRows(database, "lines")).toBe(0);
       expect(await storedRows(database, "requests")).toBe(1); // "fresh", of today
+      expect(await storedRows(database, "positions")).toBe(1);
       const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
       expect(usage.buckets.map((b) => b.requests)).toEqual([1]);
     } finally {
