@@ -70,7 +70,7 @@ export interface PagingHistory {
  * page takes the committed change sequence number as its snapshot; its
  * cursors carry it, so later pages walk the order as it stood then: records
  * unchanged since (latest version's seq ≤ snapshot) come from a scan of
- * `requests FINAL` in (sort time, rkey) order, records changed since are put
+ * `positions FINAL` in (sort time, rkey) order, records changed since are put
  * where they stood (their first move after the snapshot), and records created
  * since are left out.
  *

@@ -10,8 +10,8 @@
  * Chosen over re-keying `requests` itself by (app, sort_time, rkey): that
  * would move every wide version when its request moves and need an id
  * table for every lookup by id (Read with request ids, the writer's loads,
- * Tail), where this table is fed by one more view and leaves the writer
- * and every lookup by id as they were.
+ * Tail), where this table is fed by two more views and leaves the writer
+ * and every lookup by id as they were (docs/benchmarks.md, fourth session).
  */
 import type { TableLayout } from "../table-layout.js";
 import { byRequest, createdDay } from "./001-init.js";
