@@ -52,7 +52,7 @@ describe("a ClickHouse cluster of two shards", () => {
     for (const server of [0, 1]) {
       const tables = await rowsOf(server, `SELECT name, engine FROM system.tables WHERE database = '${database}' ORDER BY name`);
       const engines = new Map(tables.map((t) => [t.name!, t.engine!]));
-      for (const name of ["requests", "lines", "moves", "usage_hourly", "stats_hourly", "stats_clients", "meta", "statuses", "tokens"]) {
+      for (const name of ["requests", "positions", "lines", "moves", "usage_hourly", "stats_hourly", "stats_clients", "meta", "statuses", "tokens"]) {
         expect(engines.get(name), name).toBe("Distributed");
         expect(engines.get(`${name}_local`), `${name}_local`).toMatch(/MergeTree$/);
       }

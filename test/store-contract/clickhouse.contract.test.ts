@@ -1,15 +1,17 @@
 import { create } from "@bufbuild/protobuf";
 import RE2 from "re2";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { LogLineSchema, LogUsageRequestSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import { LogLineSchema, LogReadRequestSchema, LogUsageRequestSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
-import { re2Flags } from "../../src/query/read-plan.js";
+import { createOffsetCodec } from "../../src/query/offset-codec.js";
+import { planRead, re2Flags } from "../../src/query/read-plan.js";
 import { planUsage } from "../../src/query/usage-plan.js";
 import { Code } from "../../src/reqlog-error.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { clickhouseRegex } from "../../src/store/clickhouse/clickhouse-regex.js";
 import { combinedColumn, combinedSql, recordColumns } from "../../src/store/clickhouse/request-row.js";
+import type { SqlClient } from "../../src/store/clickhouse/sql-client.js";
 import { sqlString } from "../../src/store/clickhouse/sql-literal.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
@@ -153,10 +155,119 @@ describe("ClickHouse retention", () => {
       await backend.maintenance.compact(now - dayUs, signal);
       expect(await storedRows(database, "lines")).toBe(0);
       expect(await storedRows(database, "requests")).toBe(1); // "fresh", of today
+      expect(await storedRows(database, "positions")).toBe(1);
       const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
       expect(usage.buckets.map((b) => b.requests)).toEqual([1]);
     } finally {
       await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse paging while a record changes", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+
+  it("returns a record updated between any two queries of a page once, where it stood", async () => {
+    const database = `reqlog_race_${process.pid}`;
+    // Before the query numbered `at` of the page being read (counted from 0), `change` runs first.
+    let race: { at: number; change: () => Promise<void> } | undefined;
+    let queries = 0;
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      async rows(query, signal) {
+        if (race && queries++ === race.at) {
+          const { change } = race;
+          race = undefined; // (the write's own queries go straight through)
+          await change();
+        }
+        return sql.rows(query, signal);
+      },
+    });
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0, interpose });
+    try {
+      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+      const write = (appId: string, name: string, at: bigint, status: number) =>
+        backend.store.write([prepareRequestLog(minimalLog({ appId, requestId: rid(name), endTime: t0 + at, status }), defaultLimits, "log")], signal);
+      const page = (appId: string, after?: Uint8Array) =>
+        backend.store.read(
+          planRead(create(LogReadRequestSchema, { appId, count: 1n, ...(after && { offset: { requestId: offsets.encode(appId, after) } }) }), defaultLimits, offsets),
+          signal,
+        );
+      /** Three records, the first page read (the newest), then the second with `b` updated before its query `at` (if it has one). */
+      async function secondPageRacing(appId: string, at: number) {
+        for (const [name, t] of [["a", 1n], ["b", 2n], ["c", 3n]] as const) await write(appId, name, t, 200);
+        const first = await page(appId);
+        expect(first.records.map((r) => decoder.decode(r.log.requestId))).toEqual(["c"]);
+        let changed = false;
+        race = { at, change: async () => void (await write(appId, "b", 2n, 500), (changed = true)) };
+        queries = 0;
+        const second = await page(appId, first.next);
+        race = undefined;
+        const pages = [first, second];
+        while (pages.at(-1)!.next) pages.push(await page(appId, pages.at(-1)!.next));
+        return { changed, queries, pages: pages.map((p) => p.records.map((r) => `${decoder.decode(r.log.requestId)} ${r.log.status}`)) };
+      }
+
+      // How many queries a second page makes when nothing races it.
+      const calm = await secondPageRacing("calm", -1);
+      expect(calm.pages).toEqual([["c 200"], ["b 200"], ["a 200"]]);
+      expect(calm.queries).toBeGreaterThan(1);
+      for (let at = 0; at < calm.queries; at++) {
+        const raced = await secondPageRacing(`race${at}`, at);
+        expect({ at, changed: raced.changed, pages: raced.pages }).toEqual({ at, changed: true, pages: [["c 200"], ["b 500"], ["a 200"]] });
+      }
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse migration 002 (positions)", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+
+  it("fills the positions of a database's stored requests, so that it pages them as before", async () => {
+    const database = `reqlog_migrate_${process.pid}`;
+    const command = (query: string) => server.client.command({ query: `${query}`.replaceAll("DB.", `${database}.`) });
+    const write = (backend: Awaited<ReturnType<typeof openClickHouseBackend>>, name: string, at: bigint, finished = true) =>
+      backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + at, finished }), defaultLimits, "log")], signal);
+    const newestFirst = async (backend: Awaited<ReturnType<typeof openClickHouseBackend>>) => {
+      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+      const page = await backend.store.read(planRead(create(LogReadRequestSchema, { appId: "forge", count: 100n, includeIncomplete: true }), defaultLimits, offsets), signal);
+      return page.records.map((r) => decoder.decode(r.log.requestId));
+    };
+    try {
+      let backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n });
+      await write(backend, "a", 1n);
+      await write(backend, "b", 2n, false); // in progress: sorts at t0 + 100
+      await write(backend, "c", 3n);
+      await write(backend, "b", 4n); // finished: moves to t0 + 4
+      await backend.close();
+      // The database as migration 001 left it: no positions, and 002 not applied.
+      for (const view of ["request_changes_3_positions", "request_changes_3_positions_left"]) await command(`DROP TABLE DB.${view}`);
+      await command("DROP TABLE DB.positions");
+      await command("TRUNCATE TABLE DB.schema_migrations");
+      await command("INSERT INTO DB.schema_migrations (version, name) VALUES (1, '001-init')");
+
+      backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n });
+      try {
+        expect(await newestFirst(backend)).toEqual(["b", "c", "a"]);
+        await write(backend, "a", 5n); // moves on: a tombstone where it stood
+        expect(await newestFirst(backend)).toEqual(["a", "b", "c"]);
+        const stored = await server.client.query({ query: `SELECT sort_time - ${t0} AS at, request_id, deleted FROM ${database}.positions FINAL ORDER BY at`, format: "JSONEachRow" });
+        expect(await stored.json()).toEqual([
+          { at: "1", request_id: "a", deleted: 1 },
+          { at: "3", request_id: "c", deleted: 0 },
+          { at: "4", request_id: "b", deleted: 0 },
+          { at: "5", request_id: "a", deleted: 0 },
+        ]);
+      } finally {
+        await backend.close();
+      }
+    } finally {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });

@@ -820,6 +820,43 @@ function describeScanBudget(h: Harness): void {
       expect(pages.flatMap(pageIds)).toEqual(everyMatch);
     });
 
+    it("pages requests spread over years as a scan row by row does, wherever in time its budget ends", async () => {
+      // r299 sorts at t0, each older one further back (a second, then 7% more each time): 19 years in all.
+      const timeOf = (i: number) => t0 - BigInt(299 - i) * 1_000_000n - BigInt(Math.floor(1.07 ** (299 - i))) * 1_000_000n;
+      const matching = (i: number) => i % 10 === 0 || i % 50 === 49;
+      const logs = Array.from({ length: 300 }, (_, i) =>
+        minimalLog({ requestId: rid(`r${i}`), startTime: timeOf(i), endTime: timeOf(i), versionId: matching(i) ? "v2" : "v1" }),
+      );
+      for (let from = 0; from < 300; from += 100) await h.write(...logs.slice(from, from + 100));
+      const everyMatch = Array.from({ length: 300 }, (_, i) => 299 - i).filter(matching).map((i) => `r${i}`);
+      expect((await h.walk({ count: 1000n, versionId: ["v2"] })).flatMap(pageIds)).toEqual(everyMatch);
+
+      const small: ReadInit = { count: 3n, versionId: ["v2"] };
+      const full = await h.read(small, { readScanRows: 50 });
+      expect(pageIds(full)).toEqual(["r299", "r290", "r280"]);
+      expect(full.lastSortTime).toBe(timeOf(270)); // the match that did not fit
+      expect((await h.walk(small, { readScanRows: 50 })).flatMap(pageIds)).toEqual(everyMatch);
+
+      const large: ReadInit = { count: 20n, versionId: ["v2"] };
+      const pages = await h.walk(large, { readScanRows: 50 });
+      expect(pageIds(pages[0]!)).toEqual(["r299", "r290", "r280", "r270", "r260", "r250", "r249"]);
+      expect(pages[0]!.lastSortTime).toBe(timeOf(249));
+      expect(pageIds(pages[1]!)).toEqual(["r240", "r230", "r220", "r210", "r200", "r199"]);
+      expect(pages.flatMap(pageIds)).toEqual(everyMatch);
+
+      const none = await h.walk({ count: 10n, minimumLogLevel: 4 }, { readScanRows: 100 });
+      expect(none[0]!.records).toEqual([]);
+      expect([timeOf(200), timeOf(199)]).toContain(none[0]!.lastSortTime);
+      expect(none.length).toBeGreaterThanOrEqual(3);
+      expect(none.length).toBeLessThanOrEqual(4);
+
+      // Read at a time long before them (a clock behind the records' times), and within a range of time.
+      h.now = timeOf(0) - 365n * dayUs;
+      expect((await h.walk({ count: 7n, versionId: ["v2"] }, { readScanRows: 50 })).flatMap(pageIds)).toEqual(everyMatch);
+      const range: ReadInit = { count: 4n, versionId: ["v2"], startTime: timeOf(100), endTime: timeOf(250) };
+      expect((await h.walk(range, { readScanRows: 30 })).flatMap(pageIds)).toEqual(everyMatch.filter((id) => Number(id.slice(1)) >= 100 && Number(id.slice(1)) < 250));
+    });
+
     it("finds the matches behind many newer records rewritten so that they no longer match", async () => {
       const written = (ids: number[], resource: string) =>
         ids.map((i) => minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i), resource: `/${resource}/${i}` }));

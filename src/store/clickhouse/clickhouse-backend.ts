@@ -28,6 +28,11 @@ export interface ClickHouseBackendOptions {
   cluster?: string;
   /** The clock (µs); the system clock by default. */
   now?: Clock;
+  /**
+   * Wraps the client every query goes through (as `now` is injected): tests
+   * run writes between a Read's queries, to pin down what a race can do.
+   */
+  interpose?: (sql: SqlClient) => SqlClient;
 }
 
 function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHouseClient {
@@ -81,7 +86,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
     await bootstrap.close();
   }
   const client = clientOf(options, options.database);
-  const sql = createSqlClient(client);
+  const sql = (options.interpose ?? ((sql) => sql))(createSqlClient(client));
   let meta: Awaited<ReturnType<typeof loadMeta>>;
   let known: KnownKeys;
   try {
@@ -110,7 +115,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       seq,
       batcher,
       records,
-      paging: createSnapshotPaging(sql, records, seq, history),
+      paging: createSnapshotPaging(sql, records, seq, history, now),
       changes: createTailChanges(sql, records, seq),
       offsetKey: meta.offsetKey,
       listeners,

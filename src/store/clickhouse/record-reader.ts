@@ -57,9 +57,13 @@ export function createRecordReader(sql: SqlClient) {
     async byIds(app: string, requestIds: readonly string[], filters: readonly string[], signal?: AbortSignal): Promise<RequestRow[]> {
       const ids = [...new Set(requestIds)];
       if (ids.length === 0) return [];
+      // The latest version of each by seq, not FINAL: FINAL merges every
+      // part's rows of the granules the ids fall in, which took most of a
+      // page's time (38 of 47 ms at 300k requests before merges settled).
       const rows = await sql.rows<RequestRow>(
-        `SELECT * FROM requests FINAL
-         WHERE app = ${sqlString(app)} AND request_id IN ${sqlList(ids.map(sqlString))} AND deleted = 0 AND ${and(filters)}`,
+        `SELECT * FROM (SELECT * FROM requests WHERE app = ${sqlString(app)} AND request_id IN ${sqlList(ids.map(sqlString))}
+                        ORDER BY request_id, seq DESC LIMIT 1 BY request_id)
+         WHERE deleted = 0 AND ${and(filters)}`,
         signal,
       );
       const byId = new Map(rows.map((r) => [r.request_id, r]));

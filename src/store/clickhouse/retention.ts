@@ -69,6 +69,7 @@ export function createClickHouseMaintenance(
     );
     for (const { day } of days) {
       await sql.command(layout.alter("lines", `DROP PARTITION ${sqlInt(BigInt(day))}`));
+      await sql.command(layout.alter("positions", `DROP PARTITION ${sqlInt(BigInt(day))}`));
       await sql.command(layout.alter("requests", `DROP PARTITION ${sqlInt(BigInt(day))}`));
     }
   }

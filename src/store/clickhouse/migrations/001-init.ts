@@ -62,10 +62,10 @@ const columnNames = requestColumns
  * FINAL needs): once retention has expired every request of a day, the day
  * goes whole (retention.ts), lines and tombstones with it.
  */
-const createdDay = "intDiv(created_at, 86400000000)";
+export const createdDay = "intDiv(created_at, 86400000000)";
 
 /** A request's rows (its versions, lines and changes) are on one shard. */
-const byRequest = "cityHash64(app, request_id)";
+export const byRequest = "cityHash64(app, request_id)";
 /** Rows only ever summed or merged, wherever they are. */
 const anywhere = "rand()";
 
