@@ -1,7 +1,7 @@
 import type { ChangeSequence } from "./change-sequence.js";
 import type { KnownKeys } from "./known-keys.js";
 import { type RequestRow, requestKey } from "./request-row.js";
-import { changeColumns, changeLine, createRequestWriter, type RequestWriter, type StoredState, storedLineKey } from "./request-writer.js";
+import { changeColumns, changesText, createRequestWriter, type RequestWriter, type StoredState, storedLineKey } from "./request-writer.js";
 import type { SqlClient } from "./sql-client.js";
 import { sqlInt, sqlList, sqlString } from "./sql-literal.js";
 import type { Outcome } from "./write-batcher.js";
@@ -86,7 +86,7 @@ export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: Kn
   async function save(writer: RequestWriter): Promise<void> {
     if (writer.changes.length > 0) {
       for (const { row } of writer.changes) known.add(row.app, row.request_id);
-      await sql.insertText("request_changes", changeColumns, writer.changes.map(changeLine).join(""));
+      await sql.insertText("request_changes", changeColumns, changesText(writer.changes));
       seq.commit(BigInt(writer.changes.at(-1)!.row.seq));
     }
     onCommit();

@@ -1,0 +1,147 @@
+import { latencyBucket } from "../../domain/latency-histogram.js";
+import { statsFactsOf } from "../../write/stats-facts.js";
+import type { RequestRow } from "./request-row.js";
+import { tsvNumbers, tsvStrings } from "./tab-separated.js";
+
+const usecPerHour = 3_600_000_000n;
+
+/** Hours since the epoch of a time in µs (rounded down). */
+function hourOf(usec: string): bigint {
+  const time = BigInt(usec);
+  return time >= 0n ? time / usecPerHour : (time - usecPerHour + 1n) / usecPerHour;
+}
+
+/** What a version adds to the usage rollups (nothing once expired). */
+function usageShareOf(row: RequestRow | undefined) {
+  if (!row || row.deleted === 1) return undefined;
+  return {
+    key: `${hourOf(row.sort_time)}\u0000${row.version_id}`,
+    hour: String(hourOf(row.sort_time)),
+    version: row.version_id,
+    requests: row.has_record,
+    bytes: Number(row.record_bytes) + Number(row.line_bytes),
+    lines: Number(row.line_count),
+  };
+}
+
+/** Where a version counts in Stats: a finished request, by hour of its end, route, status class… (none otherwise). */
+function statsCellOf(row: RequestRow | undefined) {
+  if (!row || row.deleted === 1 || row.finished !== 1) return undefined;
+  const facts = statsFactsOf({
+    urlMapEntry: row.url_map_entry as string,
+    resource: row.resource as string,
+    status: row.status as number,
+    latency: BigInt(row.latency as string),
+    responseSize: BigInt(row.response_size as string),
+    ip: row.ip as string,
+    userAgent: row.user_agent as string,
+  });
+  const hour = String(hourOf(row.sort_time));
+  const bucket = latencyBucket(facts.latencyUs);
+  return {
+    ...facts,
+    hour,
+    module: row.module_id,
+    version: row.version_id,
+    bucket,
+    key: [hour, facts.route, row.module_id, row.version_id, facts.statusClass, facts.userAgent, bucket].join("\u0000"),
+  };
+}
+
+type StatsCell = NonNullable<ReturnType<typeof statsCellOf>>;
+
+/** One key's sums in a group (and, for Stats, the largest latency it adds). */
+interface Sums<T> {
+  of: T;
+  requests: number;
+  errors: number;
+  bytes: number;
+  /** Usage: lines; Stats: the largest latency added. */
+  extra: number;
+}
+
+function addTo<T>(map: Map<string, Sums<T>>, key: string, of: T, requests: number, errors: number, bytes: number, extra: number, max = false): void {
+  let sums = map.get(key);
+  if (!sums) map.set(key, (sums = { of, requests: 0, errors: 0, bytes: 0, extra: 0 }));
+  sums.requests += requests;
+  sums.errors += errors;
+  sums.bytes += bytes;
+  sums.extra = max ? Math.max(sums.extra, extra) : sums.extra + extra;
+}
+
+/** The sums that move something (a key whose changes cancel out is left out). */
+const moving = <T>(map: Map<string, Sums<T>>) =>
+  [...map.values()].filter((s) => s.requests !== 0 || s.errors !== 0 || s.bytes !== 0 || s.extra !== 0);
+
+/** The rollup columns of request_changes (migration 003), in the order `columns` writes them. */
+export const rollupColumns: readonly string[] = [
+  "usage_hour", "usage_version", "usage_requests", "usage_bytes", "usage_lines",
+  "stats_hour", "stats_route", "stats_module", "stats_version", "stats_class", "stats_agent", "stats_bucket",
+  "stats_requests", "stats_errors", "stats_bytes", "stats_max_latency",
+  "client_hour", "client_kind", "client_name", "client_requests", "client_errors",
+];
+
+/** A row's rollup columns when it carries none. */
+export const noRollups: readonly string[] = rollupColumns.map(() => "[]");
+
+/** stats_clients' kinds (migration 001). */
+const ipKind = 0;
+const agentKind = 1;
+
+/**
+ * What one app's changes of a group move in the rollups, summed in Node
+ * before the insert: each change takes its old share out and adds its new
+ * one, and a group's changes mostly fall in a few (hour, version) keys and
+ * Stats cells, so the insert carries one entry per key that moved (on the
+ * app's last row) instead of two per change. The sums equal what the
+ * changes would add one by one, so the rollups still equal a recount; and
+ * they ride in the same INSERT as the rows, so a group is stored whole or
+ * not at all, rollups with it.
+ */
+export function createRollupDeltas() {
+  const usage = new Map<string, Sums<NonNullable<ReturnType<typeof usageShareOf>>>>();
+  const stats = new Map<string, Sums<StatsCell>>();
+  const clients = new Map<string, Sums<{ hour: string; kind: number; name: string }>>();
+
+  function moveCell(sign: number, cell: StatsCell): void {
+    const error = cell.error ? sign : 0;
+    // A cell left keeps its largest latency (an upper bound, as Stats reads it).
+    addTo(stats, cell.key, cell, sign, error, sign * cell.bytes, sign > 0 ? cell.latencyUs : 0, true);
+    for (const [kind, name] of [[ipKind, cell.ip], [agentKind, cell.userAgent]] as const) {
+      addTo(clients, `${cell.hour}\u0000${kind}\u0000${name}`, { hour: cell.hour, kind, name }, sign, error, 0, 0);
+    }
+  }
+
+  return {
+    /** Adds what a change (`row` replacing `prev`) moves. */
+    add(row: RequestRow, prev: RequestRow | undefined): void {
+      for (const [sign, share] of [[-1, usageShareOf(prev)], [1, usageShareOf(row)]] as const) {
+        if (share) addTo(usage, share.key, share, sign * share.requests, 0, sign * share.bytes, sign * share.lines);
+      }
+      const joins = statsCellOf(row);
+      const leaves = statsCellOf(prev);
+      // A change that leaves the request where it counted (new lines, a late in-progress write) moves nothing.
+      if (joins && leaves && joins.key === leaves.key && joins.ip === leaves.ip && joins.error === leaves.error &&
+        joins.bytes === leaves.bytes && joins.latencyUs === leaves.latencyUs) return;
+      if (leaves) moveCell(-1, leaves);
+      if (joins) moveCell(1, joins);
+    },
+
+    /** The rollup columns (TabSeparated fields of `rollupColumns`) of the sums that move something. */
+    columns(): string[] {
+      const u = moving(usage);
+      const s = moving(stats);
+      const c = moving(clients);
+      return [
+        tsvNumbers(u.map((x) => x.of.hour)), tsvStrings(u.map((x) => x.of.version)),
+        tsvNumbers(u.map((x) => x.requests)), tsvNumbers(u.map((x) => x.bytes)), tsvNumbers(u.map((x) => x.extra)),
+        tsvNumbers(s.map((x) => x.of.hour)), tsvStrings(s.map((x) => x.of.route)), tsvStrings(s.map((x) => x.of.module)),
+        tsvStrings(s.map((x) => x.of.version)), tsvNumbers(s.map((x) => x.of.statusClass)), tsvStrings(s.map((x) => x.of.userAgent)),
+        tsvNumbers(s.map((x) => x.of.bucket)), tsvNumbers(s.map((x) => x.requests)), tsvNumbers(s.map((x) => x.errors)),
+        tsvNumbers(s.map((x) => x.bytes)), tsvNumbers(s.map((x) => x.extra)),
+        tsvNumbers(c.map((x) => x.of.hour)), tsvNumbers(c.map((x) => x.of.kind)), tsvStrings(c.map((x) => x.of.name)),
+        tsvNumbers(c.map((x) => x.requests)), tsvNumbers(c.map((x) => x.errors)),
+      ];
+    },
+  };
+}
