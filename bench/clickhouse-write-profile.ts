@@ -4,10 +4,12 @@
  * --store clickhouse` under `node --cpu-prof`, and to a raw MergeTree table
  * beside it (sides alternating, as the backend bench does). Then
  * ClickHouse's side from its own log: per table the parts written, their
- * rows, bytes and milliseconds, and the merges (system.part_log); and the
+ * rows, bytes and milliseconds, the merges (system.part_log), and the bytes
+ * per request of each table and column once merged (system.columns); and the
  * server's CPU profile summed by function (self time) and by file, with the
  * share of the time it was idle and collecting garbage.
- *   npm run build && node dist/bench/clickhouse-write-profile.js [requests]   (default 100000)
+ *   npm run build && node dist/bench/clickhouse-write-profile.js [requests [other build's dist/src/main.js]]
+ * (default 100000 requests; another build runs as a third side, into a database of its own).
  */
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,6 +19,7 @@ import { startChildServer } from "./harness/child-server.js";
 import { chRows, clickhouseTable, clickhouseTarget, reqlogTarget, type WriteTarget, writeEach } from "./harness/peer-compare.js";
 
 const n = Number(process.argv[2] ?? 100_000);
+const baseScript = process.argv[3];
 
 interface ProfileNode {
   id: number;
@@ -54,6 +57,17 @@ function summarize(profile: CpuProfile): void {
   console.log(`by function (self time):\n${top(byFunction, 25)}`);
 }
 
+/** `reqlog serve --store clickhouse` of a build (`script`) into `database`, under --cpu-prof into `dir`. */
+async function serveProfiled(chUrl: string, database: string, dir: string, script?: string) {
+  const server = await startChildServer(
+    ["--db", join(dir, "unused.db"), "--listen", "127.0.0.1:0", "--log-level", "info",
+      "--store", "clickhouse", "--clickhouse-url", chUrl, "--clickhouse-database", database],
+    {}, script, ["--cpu-prof", `--cpu-prof-dir=${dir}`],
+  );
+  process.once("exit", () => server.process.kill("SIGKILL"));
+  return server;
+}
+
 async function main() {
   const ch = await startClickHouse({
     name: "reqlog-bench-chprofile-",
@@ -62,38 +76,61 @@ async function main() {
   });
   console.log(`ClickHouse ${ch.version}; ${n.toLocaleString()} requests at 1,000 a call, 4 in flight`);
 
-  const profileDir = mkdtempSync(join(tmpdir(), "reqlog-chprofile-"));
-  const server = await startChildServer(
-    ["--db", join(profileDir, "unused.db"), "--listen", "127.0.0.1:0", "--log-level", "info",
-      "--store", "clickhouse", "--clickhouse-url", ch.url, "--clickhouse-database", "reqlog"],
-    {}, undefined, ["--cpu-prof", `--cpu-prof-dir=${profileDir}`],
-  );
-  process.once("exit", () => server.process.kill("SIGKILL"));
+  // This build, another one (another checkout's dist/src/main.js) if named, and raw inserts, alternating.
+  const builds = [{ database: "reqlog", script: undefined as string | undefined }];
+  if (baseScript) builds.push({ database: "reqlog_base", script: baseScript });
+  const sides = await Promise.all(builds.map(async (build) => {
+    const dir = mkdtempSync(join(tmpdir(), "reqlog-chprofile-"));
+    return { ...build, dir, server: await serveProfiled(ch.url, build.database, dir, build.script) };
+  }));
   await ch.client.command({ query: clickhouseTable("raw_requests") });
   const rates = await writeEach(
-    [reqlogTarget(server.address), clickhouseTarget(ch.client, "raw_requests")] as WriteTarget<unknown>[],
+    [...sides.map((side) => reqlogTarget(side.server.address)), clickhouseTarget(ch.client, "raw_requests")] as WriteTarget<unknown>[],
     n, 1000, 4, 42,
   );
-  console.log(`Write: reqlog on ClickHouse ${Math.round(rates[0]!)}/s, raw ClickHouse ${Math.round(rates[1]!)}/s (${(rates[0]! / rates[1]!).toFixed(2)}×)`);
-  await server.stop();
+  const raw = rates.at(-1)!;
+  sides.forEach((side, i) =>
+    console.log(`Write: ${side.database} ${Math.round(rates[i]!)}/s, raw ClickHouse ${Math.round(raw)}/s (${(rates[i]! / raw).toFixed(2)}×)`));
+  for (const side of sides) await side.server.stop();
 
+  const databases = [...sides.map((side) => `'${side.database}'`), "'default'"].join(", ");
   await ch.client.command({ query: "SYSTEM FLUSH LOGS" });
-  const parts = await chRows<Record<string, string>>(ch.client, `
+  console.log("\nparts written (system.part_log, NEW_PART):");
+  console.table(await chRows(ch.client, `
     SELECT database, table, count() AS parts, sum(rows) AS rows_written, round(sum(size_in_bytes) / 1e6, 1) AS MB,
       sum(duration_ms) AS part_ms, round(avg(rows)) AS rows_per_part
-    FROM system.part_log WHERE event_type = 'NEW_PART' AND database IN ('reqlog', 'default')
-    GROUP BY database, table ORDER BY database, part_ms DESC`);
-  console.log("\nparts written (system.part_log, NEW_PART):");
-  console.table(parts);
-  const merges = await chRows<Record<string, string>>(ch.client, `
-    SELECT database, table, count() AS merges, sum(duration_ms) AS merge_ms
-    FROM system.part_log WHERE event_type = 'MERGE_PARTS' AND database IN ('reqlog', 'default')
-    GROUP BY database, table ORDER BY database, merge_ms DESC`);
+    FROM system.part_log WHERE event_type = 'NEW_PART' AND database IN (${databases})
+    GROUP BY database, table ORDER BY database, part_ms DESC`));
   console.log("merges (system.part_log, MERGE_PARTS):");
-  console.table(merges);
-  const file = readdirSync(profileDir).find((f) => f.endsWith(".cpuprofile"));
-  if (file) summarize(JSON.parse(readFileSync(join(profileDir, file), "utf8")) as CpuProfile);
-  console.log(`\nprofile: ${profileDir}/${file ?? "(none written)"}`);
+  console.table(await chRows(ch.client, `
+    SELECT database, table, count() AS merges, sum(duration_ms) AS merge_ms
+    FROM system.part_log WHERE event_type = 'MERGE_PARTS' AND database IN (${databases})
+    GROUP BY database, table ORDER BY database, merge_ms DESC`));
+
+  // Disk: bytes per request by table before merging all (as the inserts left it), then once merged as a settled store is.
+  const perRequest = `round(sum(data_compressed_bytes) / ${n}, 1)`;
+  const byTable = `
+    SELECT database, table, ${perRequest} AS bytes FROM system.columns WHERE database IN (${databases})
+    GROUP BY database, table HAVING bytes > 0 ORDER BY database, bytes DESC`;
+  console.log("disk per request, as written (system.columns):");
+  console.table(await chRows(ch.client, byTable));
+  for (const side of sides) {
+    for (const table of ["requests", "lines", "moves", "usage_hourly", "stats_hourly", "stats_clients"]) {
+      await ch.client.command({ query: `OPTIMIZE TABLE ${side.database}.${table} FINAL` });
+    }
+  }
+  await ch.client.command({ query: "OPTIMIZE TABLE raw_requests FINAL" });
+  console.log("disk per request, after OPTIMIZE … FINAL:");
+  console.table(await chRows(ch.client, byTable));
+  console.table(await chRows(ch.client, `
+    SELECT table, name, ${perRequest} AS bytes FROM system.columns WHERE database = 'reqlog' AND table IN ('requests', 'lines')
+    GROUP BY table, name HAVING bytes >= 0.5 ORDER BY table, bytes DESC`));
+
+  for (const side of sides) {
+    const file = readdirSync(side.dir).find((f) => f.endsWith(".cpuprofile"));
+    console.log(`\n${side.database}: profile ${side.dir}/${file ?? "(none written)"}`);
+    if (file) summarize(JSON.parse(readFileSync(join(side.dir, file), "utf8")) as CpuProfile);
+  }
   await ch.stop();
 }
 

@@ -73,30 +73,35 @@ function addTo<T>(map: Map<string, Sums<T>>, key: string, of: T, requests: numbe
 const moving = <T>(map: Map<string, Sums<T>>) =>
   [...map.values()].filter((s) => s.requests !== 0 || s.errors !== 0 || s.bytes !== 0 || s.extra !== 0);
 
-/** The rollup columns of request_changes (migration 003), in the order `columns` writes them. */
-export const rollupColumns: readonly string[] = [
-  "usage_hour", "usage_version", "usage_requests", "usage_bytes", "usage_lines",
-  "stats_hour", "stats_route", "stats_module", "stats_version", "stats_class", "stats_agent", "stats_bucket",
-  "stats_requests", "stats_errors", "stats_bytes", "stats_max_latency",
-  "client_hour", "client_kind", "client_name", "client_requests", "client_errors",
-];
+/** The rollup columns of request_changes (migration 003), by rollup, in the order `columns` writes them. */
+export const rollupColumns = {
+  usage: ["usage_hour", "usage_version", "usage_requests", "usage_bytes", "usage_lines"],
+  stats: [
+    "stats_hour", "stats_route", "stats_module", "stats_version", "stats_class", "stats_agent", "stats_bucket",
+    "stats_requests", "stats_errors", "stats_bytes", "stats_max_latency",
+  ],
+  clients: ["client_hour", "client_kind", "client_name", "client_requests", "client_errors"],
+} as const;
 
-/** A row's rollup columns when it carries none. */
-export const noRollups: readonly string[] = rollupColumns.map(() => "[]");
+export type Rollup = keyof typeof rollupColumns;
+export const rollups = Object.keys(rollupColumns) as Rollup[];
+
+/** A rollup's columns when a row carries none of it. */
+export const noRollup = (rollup: Rollup): string[] => rollupColumns[rollup].map(() => "[]");
 
 /** stats_clients' kinds (migration 001). */
 const ipKind = 0;
 const agentKind = 1;
 
 /**
- * What one app's changes of a group move in the rollups, summed in Node
- * before the insert: each change takes its old share out and adds its new
- * one, and a group's changes mostly fall in a few (hour, version) keys and
- * Stats cells, so the insert carries one entry per key that moved (on the
- * app's last row) instead of two per change. The sums equal what the
- * changes would add one by one, so the rollups still equal a recount; and
- * they ride in the same INSERT as the rows, so a group is stored whole or
- * not at all, rollups with it.
+ * What changes move in the rollups (one app's in a group, or one
+ * request's: request-writer.ts changesText), summed in Node before the
+ * insert: each change takes its old share out and adds its new one, and a
+ * group's changes mostly fall in a few (hour, version) keys and Stats
+ * cells, so the insert carries one entry per key that moved instead of two
+ * per change. The sums equal what the changes would add one by one, so the
+ * rollups still equal a recount; and they ride in the same INSERT as the
+ * rows they come from, stored with them or not at all.
  */
 export function createRollupDeltas() {
   const usage = new Map<string, Sums<NonNullable<ReturnType<typeof usageShareOf>>>>();
@@ -127,18 +132,26 @@ export function createRollupDeltas() {
       if (joins) moveCell(1, joins);
     },
 
-    /** The rollup columns (TabSeparated fields of `rollupColumns`) of the sums that move something. */
-    columns(): string[] {
-      const u = moving(usage);
-      const s = moving(stats);
+    /** The columns of `rollup` (TabSeparated fields of `rollupColumns`) of the sums that move something. */
+    columns(rollup: Rollup): string[] {
+      if (rollup === "usage") {
+        const u = moving(usage);
+        return [
+          tsvNumbers(u.map((x) => x.of.hour)), tsvStrings(u.map((x) => x.of.version)),
+          tsvNumbers(u.map((x) => x.requests)), tsvNumbers(u.map((x) => x.bytes)), tsvNumbers(u.map((x) => x.extra)),
+        ];
+      }
+      if (rollup === "stats") {
+        const s = moving(stats);
+        return [
+          tsvNumbers(s.map((x) => x.of.hour)), tsvStrings(s.map((x) => x.of.route)), tsvStrings(s.map((x) => x.of.module)),
+          tsvStrings(s.map((x) => x.of.version)), tsvNumbers(s.map((x) => x.of.statusClass)), tsvStrings(s.map((x) => x.of.userAgent)),
+          tsvNumbers(s.map((x) => x.of.bucket)), tsvNumbers(s.map((x) => x.requests)), tsvNumbers(s.map((x) => x.errors)),
+          tsvNumbers(s.map((x) => x.bytes)), tsvNumbers(s.map((x) => x.extra)),
+        ];
+      }
       const c = moving(clients);
       return [
-        tsvNumbers(u.map((x) => x.of.hour)), tsvStrings(u.map((x) => x.of.version)),
-        tsvNumbers(u.map((x) => x.requests)), tsvNumbers(u.map((x) => x.bytes)), tsvNumbers(u.map((x) => x.extra)),
-        tsvNumbers(s.map((x) => x.of.hour)), tsvStrings(s.map((x) => x.of.route)), tsvStrings(s.map((x) => x.of.module)),
-        tsvStrings(s.map((x) => x.of.version)), tsvNumbers(s.map((x) => x.of.statusClass)), tsvStrings(s.map((x) => x.of.userAgent)),
-        tsvNumbers(s.map((x) => x.of.bucket)), tsvNumbers(s.map((x) => x.requests)), tsvNumbers(s.map((x) => x.errors)),
-        tsvNumbers(s.map((x) => x.bytes)), tsvNumbers(s.map((x) => x.extra)),
         tsvNumbers(c.map((x) => x.of.hour)), tsvNumbers(c.map((x) => x.of.kind)), tsvStrings(c.map((x) => x.of.name)),
         tsvNumbers(c.map((x) => x.requests)), tsvNumbers(c.map((x) => x.errors)),
       ];

@@ -5,7 +5,8 @@
  * Stats cells and four client rows per request (a GROUP BY of eight columns
  * over them), which merges then added up again; now an insert carries one
  * entry per (hour, version), Stats cell and client that moved, on each app's
- * last row of the group, still in the same INSERT as the rows.
+ * last rows of the group (on a cluster, each request's: request-writer.ts
+ * changesText), still in the same INSERT as the rows.
  *
  * request_changes stores nothing (ENGINE = Null), so it is dropped and made
  * again with the new columns; the views that read it by name (requests,
@@ -25,7 +26,8 @@ export default (t: TableLayout): string[] => [
   ...t.dropTable("request_changes"),
 
   // A request version, its new lines and where it stood, as in 001; and on
-  // the last row of each app in a group, what the group moves in its rollups.
+  // the last rows of each app in a group (or of each request, on a cluster),
+  // what they move in the rollups.
   ...t.createTable("request_changes", `(${requestColumns},${changeColumns},
     usage_hour Array(Int64),            -- usage_hourly's (hour, version) keys that moved, and by how much
     usage_version Array(String),
