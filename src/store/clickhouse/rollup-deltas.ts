@@ -14,9 +14,10 @@ function hourOf(usec: string): bigint {
 /** What a version adds to the usage rollups (nothing once expired). */
 function usageShareOf(row: RequestRow | undefined) {
   if (!row || row.deleted === 1) return undefined;
+  const hour = String(hourOf(row.sort_time));
   return {
-    key: `${hourOf(row.sort_time)}\u0000${row.version_id}`,
-    hour: String(hourOf(row.sort_time)),
+    key: `${hour}\u0000${row.version_id}`,
+    hour,
     version: row.version_id,
     requests: row.has_record,
     bytes: Number(row.record_bytes) + Number(row.line_bytes),
@@ -38,13 +39,14 @@ function statsCellOf(row: RequestRow | undefined) {
   });
   const hour = String(hourOf(row.sort_time));
   const bucket = latencyBucket(facts.latencyUs);
+  const { route, statusClass, userAgent } = facts;
   return {
-    ...facts,
+    facts,
     hour,
     module: row.module_id,
     version: row.version_id,
     bucket,
-    key: [hour, facts.route, row.module_id, row.version_id, facts.statusClass, facts.userAgent, bucket].join("\u0000"),
+    key: `${hour}\u0000${route}\u0000${row.module_id}\u0000${row.version_id}\u0000${statusClass}\u0000${userAgent}\u0000${bucket}`,
   };
 }
 
@@ -109,25 +111,28 @@ export function createRollupDeltas() {
   const clients = new Map<string, Sums<{ hour: string; kind: number; name: string }>>();
 
   function moveCell(sign: number, cell: StatsCell): void {
-    const error = cell.error ? sign : 0;
+    const { facts, hour } = cell;
+    const error = facts.error ? sign : 0;
     // A cell left keeps its largest latency (an upper bound, as Stats reads it).
-    addTo(stats, cell.key, cell, sign, error, sign * cell.bytes, sign > 0 ? cell.latencyUs : 0, true);
-    for (const [kind, name] of [[ipKind, cell.ip], [agentKind, cell.userAgent]] as const) {
-      addTo(clients, `${cell.hour}\u0000${kind}\u0000${name}`, { hour: cell.hour, kind, name }, sign, error, 0, 0);
-    }
+    addTo(stats, cell.key, cell, sign, error, sign * facts.bytes, sign > 0 ? facts.latencyUs : 0, true);
+    addTo(clients, `${hour}\u0000${ipKind}\u0000${facts.ip}`, { hour, kind: ipKind, name: facts.ip }, sign, error, 0, 0);
+    addTo(clients, `${hour}\u0000${agentKind}\u0000${facts.userAgent}`, { hour, kind: agentKind, name: facts.userAgent }, sign, error, 0, 0);
+  }
+
+  function moveUsage(sign: number, share: ReturnType<typeof usageShareOf>): void {
+    if (share) addTo(usage, share.key, share, sign * share.requests, 0, sign * share.bytes, sign * share.lines);
   }
 
   return {
     /** Adds what a change (`row` replacing `prev`) moves. */
     add(row: RequestRow, prev: RequestRow | undefined): void {
-      for (const [sign, share] of [[-1, usageShareOf(prev)], [1, usageShareOf(row)]] as const) {
-        if (share) addTo(usage, share.key, share, sign * share.requests, 0, sign * share.bytes, sign * share.lines);
-      }
+      moveUsage(-1, usageShareOf(prev));
+      moveUsage(1, usageShareOf(row));
       const joins = statsCellOf(row);
       const leaves = statsCellOf(prev);
       // A change that leaves the request where it counted (new lines, a late in-progress write) moves nothing.
-      if (joins && leaves && joins.key === leaves.key && joins.ip === leaves.ip && joins.error === leaves.error &&
-        joins.bytes === leaves.bytes && joins.latencyUs === leaves.latencyUs) return;
+      if (joins && leaves && joins.key === leaves.key && joins.facts.ip === leaves.facts.ip && joins.facts.error === leaves.facts.error &&
+        joins.facts.bytes === leaves.facts.bytes && joins.facts.latencyUs === leaves.facts.latencyUs) return;
       if (leaves) moveCell(-1, leaves);
       if (joins) moveCell(1, joins);
     },
@@ -144,8 +149,8 @@ export function createRollupDeltas() {
       if (rollup === "stats") {
         const s = moving(stats);
         return [
-          tsvNumbers(s.map((x) => x.of.hour)), tsvStrings(s.map((x) => x.of.route)), tsvStrings(s.map((x) => x.of.module)),
-          tsvStrings(s.map((x) => x.of.version)), tsvNumbers(s.map((x) => x.of.statusClass)), tsvStrings(s.map((x) => x.of.userAgent)),
+          tsvNumbers(s.map((x) => x.of.hour)), tsvStrings(s.map((x) => x.of.facts.route)), tsvStrings(s.map((x) => x.of.module)),
+          tsvStrings(s.map((x) => x.of.version)), tsvNumbers(s.map((x) => x.of.facts.statusClass)), tsvStrings(s.map((x) => x.of.facts.userAgent)),
           tsvNumbers(s.map((x) => x.of.bucket)), tsvNumbers(s.map((x) => x.requests)), tsvNumbers(s.map((x) => x.errors)),
           tsvNumbers(s.map((x) => x.bytes)), tsvNumbers(s.map((x) => x.extra)),
         ];
