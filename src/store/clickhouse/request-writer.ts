@@ -249,12 +249,14 @@ export const changeColumns: readonly string[] = [
   ...rollups.flatMap((rollup) => rollupColumns[rollup]),
 ];
 
+const carriesNone: ReadonlyMap<Rollup, string[]> = new Map();
+
 /**
  * A change as request_changes takes it (migration 003), one TabSeparated
  * line of `changeColumns`: the row, its move, its new lines, and the
  * rollup sums it carries (`carried`, rollup-deltas.ts; changesText).
  */
-export function changeLine({ row, prev, lines }: Change, carried: ReadonlyMap<Rollup, string[]> = new Map()): string {
+export function changeLine({ row, prev, lines }: Change, carried: ReadonlyMap<Rollup, string[]> = carriesNone): string {
   const fields = rowColumns.map((column) => tsvValue(columnValue(row, column)));
   fields.push(
     prev && row.deleted === 0 && prev.sort_time !== row.sort_time ? "1" : "0",
