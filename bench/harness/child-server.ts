@@ -26,10 +26,11 @@ export const mainScript = join(packageRoot(), "dist", "src", "main.js");
 /**
  * Runs the built `reqlog serve` in a child process (as a user would) and
  * resolves once it logs the address it serves on; `script` runs another
- * build (another checkout's dist/src/main.js).
+ * build (another checkout's dist/src/main.js); `nodeFlags` go to node itself
+ * (e.g. --cpu-prof, which NODE_OPTIONS does not take).
  */
-export function startChildServer(args: string[], env: Record<string, string> = {}, script = mainScript): Promise<ChildServer> {
-  const child = spawn(process.execPath, [script, "serve", ...args], {
+export function startChildServer(args: string[], env: Record<string, string> = {}, script = mainScript, nodeFlags: string[] = []): Promise<ChildServer> {
+  const child = spawn(process.execPath, [...nodeFlags, script, "serve", ...args], {
     // The HTTP port on a free port unless the caller picks one: servers run side by side.
     env: { ...process.env, REQLOG_HTTP_LISTEN: "127.0.0.1:0", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,18 +1,22 @@
 import { create } from "@bufbuild/protobuf";
 import RE2 from "re2";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { LogLineSchema, LogReadRequestSchema, LogUsageRequestSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import { ClickHouseLogLevel, createClient } from "@clickhouse/client";
+import { LogLineSchema, LogReadRequestSchema, LogUsageRequestSchema, type RequestLog, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
 import { createOffsetCodec } from "../../src/query/offset-codec.js";
 import { planRead, re2Flags } from "../../src/query/read-plan.js";
+import { planStats } from "../../src/query/stats-plan.js";
 import { planUsage } from "../../src/query/usage-plan.js";
 import { Code } from "../../src/reqlog-error.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { clickhouseRegex } from "../../src/store/clickhouse/clickhouse-regex.js";
+import { migrate } from "../../src/store/clickhouse/migrate.js";
 import { combinedColumn, combinedSql, recordColumns } from "../../src/store/clickhouse/request-row.js";
-import type { SqlClient } from "../../src/store/clickhouse/sql-client.js";
+import { createSqlClient, type SqlClient } from "../../src/store/clickhouse/sql-client.js";
 import { sqlString } from "../../src/store/clickhouse/sql-literal.js";
+import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
@@ -269,6 +273,102 @@ describe("ClickHouse migration 002 (positions)", () => {
       }
     } finally {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse migration 003 (the rollups summed per group)", () => {
+  const signal = new AbortController().signal;
+  const hourUs = 3_600_000_000n;
+  const prepared = (...logs: RequestLog[]) => logs.map((log) => prepareRequestLog(log, defaultLimits, "log"));
+  const query = async <T>(q: string) => (await (await server.client.query({ query: q, format: "JSONEachRow" })).json()) as T[];
+  /** The tables a 001 database's rows are in (request_changes and its views store none). */
+  const rowTables = ["requests", "lines", "moves", "usage_hourly", "stats_hourly", "stats_clients", "seq_marks", "statuses"];
+  const ids = ["a", "b", "c", "d", "e"].map(rid);
+
+  /** What a reader sees of a backend: its records, Usage and Stats. */
+  async function seen(backend: Awaited<ReturnType<typeof openClickHouseBackend>>) {
+    const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
+    const stats = await backend.store.stats(planStats(create(StatsRequestSchema, { appId: "forge" }), defaultLimits), signal);
+    return {
+      records: await backend.store.getRequests("forge", ids, signal),
+      usage: usage.buckets.map((b) => [b.startHour, b.versionId, b.requests, b.bytes, b.lines]),
+      stats: stats.records.map((r) => [r.startHour, r.route, r.statusClass, r.requests, r.errors, r.bytes]),
+      ips: stats.clientIps,
+      agents: stats.userAgents,
+    };
+  }
+
+  it("turns a database of 001 with rows into one that reads the same and keeps its rollups equal to a recount", async () => {
+    const now = t0;
+    const source = `reqlog_m003_source_${process.pid}`;
+    const old = `reqlog_m003_old_${process.pid}`;
+    const line = (text: string) => create(LogLineSchema, { time: now, level: 2, logMessage: text });
+    const first = prepared(
+      minimalLog({ requestId: ids[0]!, endTime: now, status: 200, ip: "10.0.0.1", userAgent: "curl/8", line: [line("one")] }),
+      minimalLog({ requestId: ids[1]!, endTime: now + hourUs, status: 503, ip: "10.0.0.2", versionId: "v2" }),
+      minimalLog({ requestId: ids[2]!, startTime: now, endTime: 0n, finished: false, ip: "10.0.0.1" }),
+    );
+    const then = prepared(
+      minimalLog({ requestId: ids[2]!, endTime: now + 2n * hourUs, status: 404, ip: "10.0.0.1", userAgent: "curl/8" }), // finishes
+      minimalLog({ requestId: ids[1]!, endTime: now + hourUs, status: 200, ip: "10.0.0.2", versionId: "v2" }), // 503 → 200
+      minimalLog({ requestId: ids[3]!, endTime: now, status: 500, ip: "10.0.0.3", line: [line("two"), line("three")] }),
+    );
+    // The rows of a 001 database, as the writer of 001 left them, are those
+    // of today's tables (003 changes only request_changes and its views):
+    // written by today's backend, then copied into a database migrated to 001 only.
+    const a = await openClickHouseBackend({ url: server.url, database: source, now: () => now });
+    let b: Awaited<ReturnType<typeof openClickHouseBackend>> | undefined;
+    try {
+      await a.store.write(first, signal);
+      await server.client.command({ query: `CREATE DATABASE ${old}` });
+      const client = createClient({ url: server.url, database: old, log: { level: ClickHouseLogLevel.OFF } });
+      await migrate(createSqlClient(client), createTableLayout(old), 1);
+      await client.close();
+      for (const table of rowTables) await server.client.command({ query: `INSERT INTO ${old}.${table} SELECT * FROM ${source}.${table}` });
+      const columnsOf = async () =>
+        (await query<{ name: string }>(`SELECT name FROM system.columns WHERE database = '${old}' AND table = 'request_changes'`)).map((c) => c.name);
+      expect(await columnsOf()).toContain("share_requests");
+
+      b = await openClickHouseBackend({ url: server.url, database: old, now: () => now });
+      expect(await query(`SELECT version, name FROM ${old}.schema_migrations ORDER BY version`)).toEqual([
+        { version: 1, name: "001-init" },
+        { version: 2, name: "002-positions" },
+        { version: 3, name: "003-group-rollups" },
+      ]);
+      expect(await columnsOf()).toEqual(expect.arrayContaining(["usage_requests", "stats_max_latency", "client_errors"]));
+      expect(await columnsOf()).not.toContain("share_requests");
+      const before = await seen(a);
+      expect(await seen(b)).toEqual(before);
+      expect(before.records.map((r) => r.requestId)).toEqual(ids.slice(0, 3));
+
+      // Writes after the migration move the rollups the 001 writer filled.
+      await a.store.write(then, signal);
+      await b.store.write(then, signal);
+      const after = await seen(b);
+      expect(after).toEqual(await seen(a));
+      const hour = Number(now / hourUs);
+      const route = "/api/v1/repos/{owner}/{repo}";
+      expect(after.stats).toEqual([
+        [hour, route, 2, 1, 0, 0],
+        [hour, route, 5, 1, 1, 0],
+        [hour + 1, route, 2, 1, 0, 0], // b, 503 before
+        [hour + 2, route, 4, 1, 0, 0], // c, in progress before
+      ]);
+      expect(after.ips).toEqual([
+        { name: "10.0.0.1", requests: 2, errors: 0, maxError: 0 },
+        { name: "10.0.0.2", requests: 1, errors: 0, maxError: 0 },
+        { name: "10.0.0.3", requests: 1, errors: 1, maxError: 0 },
+      ]);
+      expect(after.usage.map(([h, v, requests, , lines]) => [h, v, requests, lines])).toEqual([
+        [hour, "v1", 2, 3],
+        [hour + 1, "v2", 1, 0],
+        [hour + 2, "v1", 1, 0],
+      ]);
+    } finally {
+      await a.close();
+      await b?.close();
+      for (const database of [source, old]) await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });
 });

@@ -102,7 +102,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const seq = createChangeSequence(meta.lastSeq);
   const history = { floor: meta.movesFloor };
   const listeners = new Set<() => void>();
-  const commit = createGroupCommit(sql, seq, known, () => {
+  const commit = createGroupCommit(sql, seq, known, layout.cluster === undefined ? "group" : "request", () => {
     for (const listener of listeners) listener();
   });
   const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);

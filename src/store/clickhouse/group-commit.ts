@@ -1,7 +1,15 @@
 import type { ChangeSequence } from "./change-sequence.js";
 import type { KnownKeys } from "./known-keys.js";
 import { type RequestRow, requestKey } from "./request-row.js";
-import { changeColumns, changeLine, createRequestWriter, type RequestWriter, type StoredState, storedLineKey } from "./request-writer.js";
+import {
+  changeColumns,
+  changesText,
+  createRequestWriter,
+  type RequestWriter,
+  type RollupScope,
+  type StoredState,
+  storedLineKey,
+} from "./request-writer.js";
 import type { SqlClient } from "./sql-client.js";
 import { sqlInt, sqlList, sqlString } from "./sql-literal.js";
 import type { Outcome } from "./write-batcher.js";
@@ -38,10 +46,11 @@ function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
  * requests a group names (their latest versions, and their lines at the
  * times the group's lines carry), applies each write in order, and inserts
  * every change of the group into request_changes in one INSERT (the
- * materialized views split it into requests, lines, moves and rollups).
- * Retention's tombstones go the same way.
+ * materialized views split it into requests, lines, moves and rollups, the
+ * rollups summed per `scope`: request-writer.ts). Retention's tombstones go
+ * the same way.
  */
-export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: KnownKeys, onCommit: () => void) {
+export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: KnownKeys, scope: RollupScope, onCommit: () => void) {
   async function load(touches: readonly Touch[]): Promise<StoredState> {
     const state: StoredState = { rows: new Map(), lines: new Map() };
     // Only requests that may be stored are looked up (known-keys.ts).
@@ -86,7 +95,7 @@ export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: Kn
   async function save(writer: RequestWriter): Promise<void> {
     if (writer.changes.length > 0) {
       for (const { row } of writer.changes) known.add(row.app, row.request_id);
-      await sql.insertText("request_changes", changeColumns, writer.changes.map(changeLine).join(""));
+      await sql.insertText("request_changes", changeColumns, changesText(writer.changes, scope));
       seq.commit(BigInt(writer.changes.at(-1)!.row.seq));
     }
     onCommit();

@@ -8,9 +8,10 @@ import type { TableLayout } from "./table-layout.js";
  * schema_migrations), in order, statement by statement; a migration counts
  * as applied once all its statements have run. Then makes the database's
  * own offset key if it has none. Statements are written for the layout
- * (one server, or every shard of a cluster).
+ * (one server, or every shard of a cluster). `upTo` stops at a version
+ * (a test making a database as an older reqlog left it).
  */
-export async function migrate(sql: SqlClient, layout: TableLayout): Promise<void> {
+export async function migrate(sql: SqlClient, layout: TableLayout, upTo = Infinity): Promise<void> {
   // (Asked first: on a cluster, each DDL statement is a round of ZooKeeper's queue.)
   const [exists] = await sql.rows<{ n: string }>(
     "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'schema_migrations'",
@@ -22,7 +23,7 @@ export async function migrate(sql: SqlClient, layout: TableLayout): Promise<void
   }
   const [applied] = await sql.rows<{ version: number }>("SELECT max(version) AS version FROM schema_migrations");
   for (const m of migrations) {
-    if (m.version <= (applied?.version ?? 0)) continue;
+    if (m.version <= (applied?.version ?? 0) || m.version > upTo) continue;
     for (const statement of m.statements(layout)) await sql.command(statement);
     await sql.insert("schema_migrations", [{ version: m.version, name: m.name }]);
   }

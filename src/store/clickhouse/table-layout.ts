@@ -32,6 +32,10 @@ export interface TableLayout {
   createView(name: string, target: string, select: (from: (table: string) => string) => string): string[];
   /** `ALTER TABLE … <action>` on the table holding `name`'s rows (on every shard, on a cluster). */
   alter(name: string, action: string): string;
+  /** The statements dropping table `name` if it exists (its Distributed table and every shard's, on a cluster). */
+  dropTable(name: string): string[];
+  /** The statement dropping materialized view `name` if it exists (on every shard, on a cluster). */
+  dropView(name: string): string;
 }
 
 const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -49,6 +53,8 @@ export function createTableLayout(database: string, cluster?: string): TableLayo
         `CREATE MATERIALIZED VIEW IF NOT EXISTS ${name} TO ${target} AS ${select((table) => table)}`,
       ],
       alter: (name, action) => `ALTER TABLE ${name} ${action}`,
+      dropTable: (name) => [`DROP TABLE IF EXISTS ${name}`],
+      dropView: (name) => `DROP TABLE IF EXISTS ${name}`,
     };
   }
   if (!identifier.test(cluster)) {
@@ -70,5 +76,7 @@ export function createTableLayout(database: string, cluster?: string): TableLayo
       `CREATE MATERIALIZED VIEW IF NOT EXISTS ${database}.${name} ${on} TO ${local(target)} AS ${select(local)}`,
     ],
     alter: (name, action) => `ALTER TABLE ${local(name)} ${on} ${action}`,
+    dropTable: (name) => [`DROP TABLE IF EXISTS ${database}.${name} ${on}`, `DROP TABLE IF EXISTS ${local(name)} ${on}`],
+    dropView: (name) => `DROP TABLE IF EXISTS ${database}.${name} ${on}`,
   };
 }

@@ -15,7 +15,7 @@ import type { TableLayout } from "../table-layout.js";
  * Nullable columns and the rarely set fields in one JSON column: 18.16
  * writes two files per column (four per Nullable) for every insert.
  */
-const requestColumns = `
+export const requestColumns = `
   app String,
   request_id String,                  -- the id's bytes, one latin1 character each
   rkey UInt64,                        -- seq of the write that created this request: the paging tie-break and its lines' owner
@@ -50,6 +50,15 @@ const requestColumns = `
   url_map_entry String,
   host String,
   replica_index Int32`;
+
+/** What request_changes carries of a change besides the row: where it stood, its new lines. */
+export const changeColumns = `
+    moved UInt8,
+    prev_sort_time Int64,
+    line_time Array(Int64),
+    line_pos Array(UInt32),
+    line_level Array(Int8),
+    line_message Array(String)`;
 
 const columnNames = requestColumns
   .split("\n")
@@ -140,12 +149,7 @@ export default (t: TableLayout): string[] => [
     prev_requests Int64,
     prev_bytes Int64,
     prev_lines Int64,
-    moved UInt8,
-    prev_sort_time Int64,
-    line_time Array(Int64),
-    line_pos Array(UInt32),
-    line_level Array(Int8),
-    line_message Array(String),
+    ${changeColumns},
     stats_sign Array(Int8),             -- the Stats cells it leaves (-1) and joins (+1)
     stats_hour Array(Int64),
     stats_route Array(String),

@@ -1,0 +1,140 @@
+/**
+ * Where the time of reqlog-on-ClickHouse's Write goes: the bench's seeded
+ * forge requests written at 1,000 a call (4 in flight) to `reqlog serve
+ * --store clickhouse` under `node --cpu-prof`, and to a raw MergeTree table
+ * beside it (sides alternating, as the backend bench does). Then
+ * ClickHouse's side from its own log: per table the parts written, their
+ * rows, bytes and milliseconds, the merges (system.part_log), and the bytes
+ * per request of each table and column once merged (system.columns); and the
+ * server's CPU profile summed by function (self time) and by file, with the
+ * share of the time it was idle and collecting garbage.
+ *   npm run build && node dist/bench/clickhouse-write-profile.js [requests [other build's dist/src/main.js]]
+ * (default 100000 requests; another build runs as a third side, into a database of its own).
+ */
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startClickHouse } from "../test/helpers/clickhouse-server.js";
+import { startChildServer } from "./harness/child-server.js";
+import { chRows, clickhouseTable, clickhouseTarget, reqlogTarget, type WriteTarget, writeEach } from "./harness/peer-compare.js";
+
+const n = Number(process.argv[2] ?? 100_000);
+const baseScript = process.argv[3];
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self time by function and by file of a .cpuprofile, in shares of the whole. */
+function summarize(profile: CpuProfile): void {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const self = new Map<number, number>();
+  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const byFunction = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  for (const [id, us] of self) {
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
+    const file = url.replace(/^.*\/(dist|node_modules)\//, "$1/") || "(native)";
+    const fn = `${functionName || "(anonymous)"} ${file}:${lineNumber + 1}`;
+    byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
+    const group = file.startsWith("node_modules/") ? file.split("/").slice(0, 3).join("/") : file;
+    byFile.set(group, (byFile.get(group) ?? 0) + us);
+  }
+  const top = (map: Map<string, number>, count: number) =>
+    [...map].sort((a, b) => b[1] - a[1]).slice(0, count)
+      .map(([name, us]) => `  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${name}`)
+      .join("\n");
+  console.log(`\nreqlog serve's CPU profile: ${(total / 1e6).toFixed(1)} s sampled`);
+  console.log(`by file (self time):\n${top(byFile, 15)}`);
+  console.log(`by function (self time):\n${top(byFunction, 25)}`);
+}
+
+/** `reqlog serve --store clickhouse` of a build (`script`) into `database`, under --cpu-prof into `dir`. */
+async function serveProfiled(chUrl: string, database: string, dir: string, script?: string) {
+  const server = await startChildServer(
+    ["--db", join(dir, "unused.db"), "--listen", "127.0.0.1:0", "--log-level", "info",
+      "--store", "clickhouse", "--clickhouse-url", chUrl, "--clickhouse-database", database],
+    {}, script, ["--cpu-prof", `--cpu-prof-dir=${dir}`],
+  );
+  process.once("exit", () => server.process.kill("SIGKILL"));
+  return server;
+}
+
+async function main() {
+  const ch = await startClickHouse({
+    name: "reqlog-bench-chprofile-",
+    extraConfig: `
+  <part_log><database>system</database><table>part_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></part_log>`,
+  });
+  console.log(`ClickHouse ${ch.version}; ${n.toLocaleString()} requests at 1,000 a call, 4 in flight`);
+
+  // This build, another one (another checkout's dist/src/main.js) if named, and raw inserts, alternating.
+  const builds = [{ database: "reqlog", script: undefined as string | undefined }];
+  if (baseScript) builds.push({ database: "reqlog_base", script: baseScript });
+  const sides = await Promise.all(builds.map(async (build) => {
+    const dir = mkdtempSync(join(tmpdir(), "reqlog-chprofile-"));
+    return { ...build, dir, server: await serveProfiled(ch.url, build.database, dir, build.script) };
+  }));
+  await ch.client.command({ query: clickhouseTable("raw_requests") });
+  const rates = await writeEach(
+    [...sides.map((side) => reqlogTarget(side.server.address)), clickhouseTarget(ch.client, "raw_requests")] as WriteTarget<unknown>[],
+    n, 1000, 4, 42,
+  );
+  const raw = rates.at(-1)!;
+  sides.forEach((side, i) =>
+    console.log(`Write: ${side.database} ${Math.round(rates[i]!)}/s, raw ClickHouse ${Math.round(raw)}/s (${(rates[i]! / raw).toFixed(2)}×)`));
+  for (const side of sides) await side.server.stop();
+
+  const databases = [...sides.map((side) => `'${side.database}'`), "'default'"].join(", ");
+  await ch.client.command({ query: "SYSTEM FLUSH LOGS" });
+  console.log("\nparts written (system.part_log, NEW_PART):");
+  console.table(await chRows(ch.client, `
+    SELECT database, table, count() AS parts, sum(rows) AS rows_written, round(sum(size_in_bytes) / 1e6, 1) AS MB,
+      sum(duration_ms) AS part_ms, round(avg(rows)) AS rows_per_part
+    FROM system.part_log WHERE event_type = 'NEW_PART' AND database IN (${databases})
+    GROUP BY database, table ORDER BY database, part_ms DESC`));
+  console.log("merges (system.part_log, MERGE_PARTS):");
+  console.table(await chRows(ch.client, `
+    SELECT database, table, count() AS merges, sum(duration_ms) AS merge_ms
+    FROM system.part_log WHERE event_type = 'MERGE_PARTS' AND database IN (${databases})
+    GROUP BY database, table ORDER BY database, merge_ms DESC`));
+
+  // Disk: bytes per request by table before merging all (as the inserts left it), then once merged as a settled store is.
+  const perRequest = `round(sum(data_compressed_bytes) / ${n}, 1)`;
+  const byTable = `
+    SELECT database, table, ${perRequest} AS bytes FROM system.columns WHERE database IN (${databases})
+    GROUP BY database, table HAVING bytes > 0 ORDER BY database, bytes DESC`;
+  console.log("disk per request, as written (system.columns):");
+  console.table(await chRows(ch.client, byTable));
+  for (const side of sides) {
+    for (const table of ["requests", "lines", "moves", "usage_hourly", "stats_hourly", "stats_clients"]) {
+      await ch.client.command({ query: `OPTIMIZE TABLE ${side.database}.${table} FINAL` });
+    }
+  }
+  await ch.client.command({ query: "OPTIMIZE TABLE raw_requests FINAL" });
+  console.log("disk per request, after OPTIMIZE … FINAL:");
+  console.table(await chRows(ch.client, byTable));
+  console.table(await chRows(ch.client, `
+    SELECT table, name, ${perRequest} AS bytes FROM system.columns WHERE database = 'reqlog' AND table IN ('requests', 'lines')
+    GROUP BY table, name HAVING bytes >= 0.5 ORDER BY table, bytes DESC`));
+
+  for (const side of sides) {
+    const file = readdirSync(side.dir).find((f) => f.endsWith(".cpuprofile"));
+    console.log(`\n${side.database}: profile ${side.dir}/${file ?? "(none written)"}`);
+    if (file) summarize(JSON.parse(readFileSync(join(side.dir, file), "utf8")) as CpuProfile);
+  }
+  await ch.stop();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
