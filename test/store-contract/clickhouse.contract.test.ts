@@ -229,6 +229,55 @@ describe("ClickHouse paging while a record changes", () => {
   });
 });
 
+describe("ClickHouse paging while a write is in flight", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+
+  it("reads a record that a write ClickHouse has stored but not yet answered moves, once, where it stood", async () => {
+    const database = `reqlog_inflight_${process.pid}`;
+    // While `held` is set, an insert into request_changes is stored, then waits for it before it returns.
+    let held: Promise<void> | undefined;
+    let stored: () => void = () => {};
+    const storedOnce = new Promise<void>((resolve) => (stored = resolve));
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      async insertText(table, columns, text) {
+        await sql.insertText(table, columns, text);
+        if (held && table === "request_changes") {
+          stored();
+          await held;
+        }
+      },
+    });
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0, interpose });
+    try {
+      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+      const write = (name: string, at: bigint, status: number) =>
+        backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + at, status }), defaultLimits, "log")], signal);
+      const newestFirst = async () => {
+        const page = await backend.store.read(planRead(create(LogReadRequestSchema, { appId: "forge", count: 10n }), defaultLimits, offsets), signal);
+        return page.records.map((r) => `${decoder.decode(r.log.requestId)} ${r.log.status}`);
+      };
+      for (const [name, t] of [["a", 1n], ["b", 2n], ["c", 3n]] as const) await write(name, t, 200);
+
+      let release: () => void = () => {};
+      held = new Promise<void>((resolve) => (release = resolve));
+      const moving = write("b", 5n, 500); // b moves from 2 to 5; its rows are stored before the write returns
+      await storedOnce;
+      const during = await newestFirst();
+      release();
+      await moving;
+      held = undefined;
+      // The snapshot is from before b's write: b is where it stood then (between c and a), once.
+      expect(during).toEqual(["c 200", "b 500", "a 200"]);
+      expect(await newestFirst()).toEqual(["b 500", "c 200", "a 200"]);
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
 describe("ClickHouse migration 002 (positions)", () => {
   const signal = new AbortController().signal;
   const decoder = new TextDecoder();
@@ -251,7 +300,7 @@ describe("ClickHouse migration 002 (positions)", () => {
       await write(backend, "b", 4n); // finished: moves to t0 + 4
       await backend.close();
       // The database as migration 001 left it: no positions, and 002 not applied.
-      for (const view of ["request_changes_3_positions", "request_changes_3_positions_left"]) await command(`DROP TABLE DB.${view}`);
+      for (const view of ["request_changes_5_positions", "request_changes_5_positions_left"]) await command(`DROP TABLE DB.${view}`);
       await command("DROP TABLE DB.positions");
       await command("TRUNCATE TABLE DB.schema_migrations");
       await command("INSERT INTO DB.schema_migrations (version, name) VALUES (1, '001-init')");

@@ -165,7 +165,8 @@ interface Harness {
   now: bigint;
   write(...logs: RequestLog[]): Promise<WriteResult>;
   /** Writes `n` finished records r0… (r<i> ends at t0 + i), a thousand a call. */
-  writeMany(n: number, resource: (i: number) => string): Promise<void>;
+  /** Writes records r<from>… r<from + n - 1> of app forge, a second apart, 1,000 a call. */
+  writeMany(n: number, resource: (i: number) => string, from?: number): Promise<void>;
   flush(request: RequestContext, ...lines: LogLine[]): Promise<number>;
   /** The stored records of app forge with these request ids. */
   stored(...ids: string[]): Promise<RequestLog[]>;
@@ -197,9 +198,9 @@ function useBackend(open: OpenBackend): Harness {
     },
     now: t0,
     write: (...logs) => h.store.write(prepare(...logs), signal),
-    async writeMany(n, resource) {
-      for (let from = 0; from < n; from += 1000) {
-        const logs = Array.from({ length: Math.min(1000, n - from) }, (_, j) =>
+    async writeMany(n, resource, first = 0) {
+      for (let from = first; from < first + n; from += 1000) {
+        const logs = Array.from({ length: Math.min(1000, first + n - from) }, (_, j) =>
           minimalLog({ requestId: rid(`r${from + j}`), endTime: t0 + BigInt(from + j), resource: resource(from + j) }),
         );
         await h.write(...logs);
@@ -1371,14 +1372,27 @@ function describeCancellation(h: Harness): void {
     });
 
     it("stops a Read mid-scan with CANCELLED when its signal aborts, well before the scan would end", async () => {
-      await h.writeMany(30_000, (i) => `/${"a".repeat(200)}${i}`);
       // No combined line ends in "a": the pattern is tried on every row and matches none.
       const plan = h.plan({ combinedLogRegex: "(a+)+$" }, { readScanRows: 1_000_000, readScanMs: 600_000 });
+      const resource = (i: number) => `/${"a".repeat(1000)}${i}`;
+      // A scan long enough that stopping it early shows above a busy
+      // machine's noise: 30,000 rows, more until it takes 150 ms (ClickHouse
+      // scanned 30,000 of 200 characters in ~35 ms, which made the test fail
+      // under load).
+      let rows = 30_000;
+      await h.writeMany(rows, resource);
       await h.read({ count: 1n });
-      let started = performance.now();
-      const whole = await h.store.read(plan, signal);
-      const wholeMs = performance.now() - started;
-      expect(whole).toMatchObject({ records: [], next: undefined });
+      let started: number;
+      let wholeMs: number;
+      for (;;) {
+        started = performance.now();
+        const whole = await h.store.read(plan, signal);
+        wholeMs = performance.now() - started;
+        expect(whole).toMatchObject({ records: [], next: undefined });
+        if (wholeMs >= 150 || rows >= 480_000) break;
+        await h.writeMany(rows, resource, rows);
+        rows *= 2;
+      }
 
       const call = new AbortController();
       started = performance.now();

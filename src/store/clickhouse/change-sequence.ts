@@ -19,6 +19,10 @@ export function createChangeSequence(start: bigint) {
     get committed(): bigint {
       return committed;
     },
+    /** The highest number taken: groups up to it may be stored, in part or whole, before they count as committed. */
+    get issued(): bigint {
+      return last;
+    },
   };
 }
 

@@ -81,7 +81,9 @@ export interface PagingHistory {
 export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq: ChangeSequence, history: PagingHistory, now: Clock) {
   /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
   async function changedSince(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
-    if (snapshot >= seq.committed) return [];
+    // (A group being inserted may have stored its rows already, moving records
+    // away from where the scan looks: they are changes past the snapshot.)
+    if (snapshot >= seq.issued) return [];
     const app = sqlString(plan.appId);
     const rows = await sql.rows<RequestRow>(
       `SELECT * FROM requests FINAL

@@ -49,13 +49,15 @@ export default (t: TableLayout): string[] => [
   ) ENGINE = ReplacingMergeTree(seq) PARTITION BY ${createdDay} ORDER BY (app, sort_time, rkey)`, byRequest),
 
   // Each version at its position, and a tombstone where a move left. (Named
-  // to run before request_changes_4_requests: a reader who sees a version
-  // finds its position stored. Two views, not one ARRAY JOIN: an alias may
-  // not share a name with a column it is made from.)
-  ...t.createView("request_changes_3_positions", "positions", (from) => `
+  // to run after request_changes_4_requests, the views running in the order
+  // of their names: a reader who sees a position finds its version (and its
+  // move) stored, so a record a group being inserted moves away is found
+  // among the changes. Two views, not one ARRAY JOIN: an alias may not share
+  // a name with a column it is made from.)
+  ...t.createView("request_changes_5_positions", "positions", (from) => `
     SELECT ${positionColumns.join(", ")} FROM ${from("request_changes")}`),
 
-  ...t.createView("request_changes_3_positions_left", "positions", (from) => `
+  ...t.createView("request_changes_5_positions_left", "positions", (from) => `
     SELECT ${positionColumns.map((c) => (c === "sort_time" ? "prev_sort_time AS sort_time" : c === "deleted" ? "toUInt8(1) AS deleted" : c)).join(", ")}
     FROM ${from("request_changes")} WHERE moved = 1`),
 
