@@ -35,7 +35,12 @@ export interface ClickHouseBackendOptions {
   interpose?: (sql: SqlClient) => SqlClient;
 }
 
-function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHouseClient {
+/** Retention's and compaction's scans of every request may take a while on a large store. */
+const requestTimeoutMs = 300_000;
+/** A migration filling a table from every stored request (002's positions) reads them all. */
+const migrationTimeoutMs = 6 * 3_600_000;
+
+function clientOf(options: ClickHouseBackendOptions, database?: string, requestTimeout = requestTimeoutMs): ClickHouseClient {
   return createClient({
     url: options.url,
     username: options.user ?? "default",
@@ -48,8 +53,7 @@ function clientOf(options: ClickHouseBackendOptions, database?: string): ClickHo
     // which a busy machine's event-loop delays eat: reuse a socket only within
     // a second, and drop stale ones even when the timer fired late.
     keep_alive: { idle_socket_ttl: 1000, eagerly_destroy_stale_sockets: true },
-    // Retention's and compaction's scans of every request may take a while on a large store.
-    request_timeout: 300_000,
+    request_timeout: requestTimeout,
     // A group or a page names up to a thousand requests in its query text.
     clickhouse_settings: {
       max_query_size: "16777216",
@@ -85,12 +89,20 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   } finally {
     await bootstrap.close();
   }
+  // Migrations on a client of their own, whose requests may take hours.
+  const migrator = clientOf(options, options.database, migrationTimeoutMs);
+  try {
+    await migrate(createSqlClient(migrator), layout);
+  } catch (err) {
+    throw storageError(err);
+  } finally {
+    await migrator.close();
+  }
   const client = clientOf(options, options.database);
   const sql = (options.interpose ?? ((sql) => sql))(createSqlClient(client));
   let meta: Awaited<ReturnType<typeof loadMeta>>;
   let known: KnownKeys;
   try {
-    await migrate(sql, layout);
     meta = await loadMeta(sql);
     known = await loadKnownKeys(sql);
   } catch (err) {
