@@ -19,6 +19,7 @@ import {
   alternating,
   chRows,
   chString,
+  clickhouseMerged,
   clickhouseSettled,
   clickhouseTable,
   clickhouseTarget,
@@ -160,9 +161,7 @@ async function main() {
   // reqlog's SQLite file after a checkpoint.
   await stopReqlog(oursCh);
   await stopReqlog(oursSqlite);
-  const tables = await chRows<{ database: string; table: string }>(ch.client,
-    "SELECT DISTINCT database, table FROM system.parts WHERE active AND database IN ('default', 'reqlog')");
-  for (const t of tables) await ch.client.command({ query: `OPTIMIZE TABLE ${t.database}.${t.table} FINAL` });
+  await clickhouseMerged(ch.client, ["default", "reqlog"]);
   const parts = await chRows<{ database: string; table: string; bytes: string }>(ch.client,
     `SELECT database, table, sum(bytes_on_disk) AS bytes FROM system.parts WHERE active AND database IN ('default', 'reqlog')
      AND (database = 'reqlog' OR table = 'raw_requests') GROUP BY database, table ORDER BY database, bytes DESC`);

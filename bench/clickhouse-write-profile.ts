@@ -15,8 +15,17 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startClickHouse } from "../test/helpers/clickhouse-server.js";
-import { startChildServer } from "./harness/child-server.js";
-import { chRows, clickhouseTable, clickhouseTarget, reqlogTarget, type WriteTarget, writeEach } from "./harness/peer-compare.js";
+import {
+  chRows,
+  clickhouseMerged,
+  clickhouseTable,
+  clickhouseTarget,
+  reqlogTarget,
+  serveReqlog,
+  stopReqlog,
+  type WriteTarget,
+  writeEach,
+} from "./harness/peer-compare.js";
 
 const n = Number(process.argv[2] ?? 100_000);
 const baseScript = process.argv[3];
@@ -57,17 +66,6 @@ function summarize(profile: CpuProfile): void {
   console.log(`by function (self time):\n${top(byFunction, 25)}`);
 }
 
-/** `reqlog serve --store clickhouse` of a build (`script`) into `database`, under --cpu-prof into `dir`. */
-async function serveProfiled(chUrl: string, database: string, dir: string, script?: string) {
-  const server = await startChildServer(
-    ["--db", join(dir, "unused.db"), "--listen", "127.0.0.1:0", "--log-level", "info",
-      "--store", "clickhouse", "--clickhouse-url", chUrl, "--clickhouse-database", database],
-    {}, script, ["--cpu-prof", `--cpu-prof-dir=${dir}`],
-  );
-  process.once("exit", () => server.process.kill("SIGKILL"));
-  return server;
-}
-
 async function main() {
   const ch = await startClickHouse({
     name: "reqlog-bench-chprofile-",
@@ -81,7 +79,8 @@ async function main() {
   if (baseScript) builds.push({ database: "reqlog_base", script: baseScript });
   const sides = await Promise.all(builds.map(async (build) => {
     const dir = mkdtempSync(join(tmpdir(), "reqlog-chprofile-"));
-    return { ...build, dir, server: await serveProfiled(ch.url, build.database, dir, build.script) };
+    const store = ["--store", "clickhouse", "--clickhouse-url", ch.url, "--clickhouse-database", build.database];
+    return { ...build, dir, server: await serveReqlog(`chprofile-${build.database}`, store, build.script, ["--cpu-prof", `--cpu-prof-dir=${dir}`]) };
   }));
   await ch.client.command({ query: clickhouseTable("raw_requests") });
   const rates = await writeEach(
@@ -91,7 +90,7 @@ async function main() {
   const raw = rates.at(-1)!;
   sides.forEach((side, i) =>
     console.log(`Write: ${side.database} ${Math.round(rates[i]!)}/s, raw ClickHouse ${Math.round(raw)}/s (${(rates[i]! / raw).toFixed(2)}×)`));
-  for (const side of sides) await side.server.stop();
+  for (const side of sides) await stopReqlog(side.server);
 
   const databases = [...sides.map((side) => `'${side.database}'`), "'default'"].join(", ");
   await ch.client.command({ query: "SYSTEM FLUSH LOGS" });
@@ -114,12 +113,7 @@ async function main() {
     GROUP BY database, table HAVING bytes > 0 ORDER BY database, bytes DESC`;
   console.log("disk per request, as written (system.columns):");
   console.table(await chRows(ch.client, byTable));
-  for (const side of sides) {
-    for (const table of ["requests", "lines", "moves", "usage_hourly", "stats_hourly", "stats_clients"]) {
-      await ch.client.command({ query: `OPTIMIZE TABLE ${side.database}.${table} FINAL` });
-    }
-  }
-  await ch.client.command({ query: "OPTIMIZE TABLE raw_requests FINAL" });
+  await clickhouseMerged(ch.client, [...sides.map((side) => side.database), "default"]);
   console.log("disk per request, after OPTIMIZE … FINAL:");
   console.table(await chRows(ch.client, byTable));
   console.table(await chRows(ch.client, `

@@ -193,6 +193,13 @@ export async function writeEach(
   return sendingMs.map((ms) => total / (ms / 1000));
 }
 
+/** Merges every table of these databases into as few parts as it goes (`OPTIMIZE … FINAL`), as a settled store is. */
+export async function clickhouseMerged(ch: ClickHouseClient, databases: readonly string[]): Promise<void> {
+  const tables = await chRows<{ database: string; table: string }>(ch,
+    `SELECT DISTINCT database, table FROM system.parts WHERE active AND database IN (${databases.map(chString).join(", ")})`);
+  for (const t of tables) await ch.command({ query: `OPTIMIZE TABLE ${t.database}.${t.table} FINAL` });
+}
+
 /** Waits until ClickHouse has no merge running (at most 5 minutes), so its background work does not weigh on what is timed next. */
 export async function clickhouseSettled(ch: ClickHouseClient): Promise<void> {
   const deadline = Date.now() + 300_000;
@@ -234,9 +241,9 @@ export type ReqlogChild = ChildServer & { dbPath: string; client: LogServiceClie
 /**
  * `reqlog serve` in a child process, on a fresh SQLite file, or on the
  * store `storeFlags` name; scans unbounded (a bench's regex visits every row).
- * `script` runs another build of reqlog (child-server.ts).
+ * `script` runs another build of reqlog, `nodeFlags` go to node (child-server.ts).
  */
-export async function serveReqlog(name: string, storeFlags: string[] = [], script?: string): Promise<ReqlogChild> {
+export async function serveReqlog(name: string, storeFlags: string[] = [], script?: string, nodeFlags: string[] = []): Promise<ReqlogChild> {
   const dbPath = benchDbPath(name);
   const server = await startChildServer(
     [
@@ -245,6 +252,7 @@ export async function serveReqlog(name: string, storeFlags: string[] = [], scrip
     ],
     {},
     script,
+    nodeFlags,
   );
   process.once("exit", () => server.process.kill("SIGKILL"));
   return { ...server, dbPath, client: createLogServiceClient({ server: server.address }) };
