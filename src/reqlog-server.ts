@@ -13,6 +13,7 @@ import { noObserver } from "./service/call-outcome.js";
 import { createLogService, type LogServiceCore } from "./service/log-service.js";
 import type { Backend } from "./store/store.js";
 import { createPreparePool, type PreparePool } from "./write/prepare-pool.js";
+import { createPrivacy, defaultPrivacyOptions, type PrivacyOptions } from "./write/privacy.js";
 
 export interface ReqlogServerOptions {
   /** HOST:PORT of the gRPC port (port 0 picks a free one). */
@@ -24,6 +25,8 @@ export interface ReqlogServerOptions {
   /** Pages served on the HTTP port besides the RPCs and /metrics (the dashboard). */
   pages?: PageHandler[];
   limits: Limits;
+  /** Redaction and IP anonymisation of what is written (default: the built-in redaction, IPs as sent). */
+  privacy?: PrivacyOptions;
   logger: Logger;
   shutdownTimeoutMs: number;
   /** TLS for the gRPC port; plaintext when unset. */
@@ -68,8 +71,10 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const prepareWorkers = options.prepareWorkers ?? 0;
-  const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits) : undefined;
-  const service = createLogService({ store, statuses: backend.statuses, limits, auth, otlp: options.otlp, prepare });
+  const privacyOptions = options.privacy ?? defaultPrivacyOptions;
+  const privacy = createPrivacy(privacyOptions);
+  const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits, privacyOptions) : undefined;
+  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {

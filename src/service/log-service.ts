@@ -14,6 +14,7 @@ import { createTailService } from "./tail.js";
 import { createUsageHandler } from "./usage.js";
 import type { OffsetCodec } from "../query/offset-codec.js";
 import type { PreparePool } from "../write/prepare-pool.js";
+import type { Privacy } from "../write/privacy.js";
 import { verifyUtf8 } from "../write/strict-utf8.js";
 import { lazyOffsetCodec } from "./offsets.js";
 import { createWriteHandler } from "./write.js";
@@ -69,6 +70,8 @@ export interface ServiceDeps {
   store: Store;
   statuses: StatusStore;
   limits: Limits;
+  /** Redaction and IP anonymisation, applied to every record and line written (privacy.ts). */
+  privacy: Privacy;
   auth: Authorizer;
   /** Which resource attributes name the app, version and module of OTLP log records (service.name, service.version). */
   otlp?: OtlpMapping;

@@ -4,13 +4,13 @@ import {
   type ExportLogsServiceResponse,
   ExportLogsServiceResponseSchema,
 } from "../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb.js";
-import type { PreparedRecord, RequestLines } from "../domain/records.js";
+import type { AppLine, PreparedRecord, RequestLines } from "../domain/records.js";
 import { type OtlpMapping, type OtlpRejection, otlpLogRecords } from "../ingest/otlp-log-records.js";
 import { exceeded } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
 import { prepareRequestLog } from "../write/prepare-request-log.js";
-import { checkLine } from "../write/validate-lines.js";
+import { prepareLine } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
 import type { ServiceDeps } from "./log-service.js";
 
@@ -45,7 +45,7 @@ function problemOf(err: unknown): string {
  * on the whole request, storage).
  */
 export function createOtlpExportHandler(
-  { store, limits }: ServiceDeps,
+  { store, limits, privacy }: ServiceDeps,
   mapping: OtlpMapping,
 ): UnaryHandler<ExportLogsServiceRequest, ExportLogsServiceResponse> {
   return async (request, call) => {
@@ -57,7 +57,7 @@ export function createOtlpExportHandler(
     const records: PreparedRecord[] = [];
     for (const { log, where } of converted.records) {
       try {
-        records.push(prepareRequestLog(log, limits, where));
+        records.push(prepareRequestLog(log, limits, where, privacy));
       } catch (err) {
         rejected.push({ where, problem: problemOf(err) });
       }
@@ -74,19 +74,18 @@ export function createOtlpExportHandler(
         for (const line of group.lines) rejected.push({ where: line.where, problem });
         continue;
       }
-      const kept = group.lines.filter((line) => {
+      const kept: AppLine[] = [];
+      for (const line of group.lines) {
         try {
-          checkLine(line, limits, "the log record's");
-          return true;
+          kept.push(prepareLine(line, limits, privacy, "the log record's", kept.length));
         } catch (err) {
           rejected.push({ where: line.where, problem: problemOf(err) });
-          return false;
         }
-      });
+      }
       if (kept.length > limits.maxLinesPerFlush) {
         throw exceeded(limits, "maxLinesPerFlush", kept.length, `number of log records of one request (${Buffer.from(target.requestId).toString()}) in an Export`);
       }
-      if (kept.length > 0) lines.push({ request: target, lines: kept.map((l, pos) => ({ time: l.time, level: Number(l.level), message: l.message, pos })) });
+      if (kept.length > 0) lines.push({ request: target, lines: kept });
     }
     call.authorize(new Set([...records.map((r) => r.log.appId), ...lines.map((l) => l.request.appId)]));
     if (records.length > 0 || lines.length > 0) await store.ingest(records, lines, call.signal);

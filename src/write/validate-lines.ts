@@ -2,6 +2,7 @@ import type { UserAppLogLine } from "../../gen/reqlog/v1/log_service_pb.js";
 import { exceeded, type Limits } from "../limits.js";
 import type { AppLine } from "../domain/records.js";
 import { ReqlogError } from "../reqlog-error.js";
+import type { Privacy } from "./privacy.js";
 
 
 /** An app log line as it arrives: UserAppLogLine's level is an int64. */
@@ -30,17 +31,25 @@ export function checkLine(line: IncomingLine, limits: Limits, where: string): vo
   }
 }
 
-/** Checks the count of a batch of lines and each line; returns them with positions. */
+/**
+ * Checks one line (checkLine) and returns it as stored, at position `pos`
+ * of its flush: its message redacted (privacy.ts). Every path that stores
+ * app lines (Flush, Write, Ingest, OTLP) takes them through here.
+ */
+export function prepareLine(line: IncomingLine, limits: Limits, privacy: Privacy, where: string, pos: number): AppLine {
+  checkLine(line, limits, where);
+  return { time: line.time, level: Number(line.level), message: privacy.redact.text(line.message), pos };
+}
+
+/** Checks the count of a batch of lines and each line; returns them with positions, redacted. */
 export function checkLines(
   lines: readonly IncomingLine[],
   limits: Limits,
+  privacy: Privacy,
   where: string,
 ): AppLine[] {
   if (lines.length > limits.maxLinesPerFlush) {
     throw exceeded(limits, "maxLinesPerFlush", lines.length, `number of lines in ${where}`);
   }
-  return lines.map((line, pos) => {
-    checkLine(line, limits, `${where}[${pos}]`);
-    return { time: line.time, level: Number(line.level), message: line.message, pos };
-  });
+  return lines.map((line, pos) => prepareLine(line, limits, privacy, `${where}[${pos}]`, pos));
 }
