@@ -10,6 +10,8 @@ import { exceeded } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
 import { prepareRequestLog } from "../write/prepare-request-log.js";
+import { systemClock } from "../clock.js";
+import { latestTime } from "../write/time-window.js";
 import { prepareLine } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
 import type { ServiceDeps } from "./log-service.js";
@@ -55,9 +57,10 @@ export function createOtlpExportHandler(
       throw exceeded(limits, "maxRecordsPerWrite", converted.records.length, "number of request records in an Export");
     }
     const records: PreparedRecord[] = [];
+    const latest = latestTime(limits, systemClock());
     for (const { log, where } of converted.records) {
       try {
-        records.push(prepareRequestLog(log, limits, where, privacy));
+        records.push(prepareRequestLog(log, limits, where, privacy, latest));
       } catch (err) {
         rejected.push({ where, problem: problemOf(err) });
       }
@@ -77,7 +80,7 @@ export function createOtlpExportHandler(
       const kept: AppLine[] = [];
       for (const line of group.lines) {
         try {
-          kept.push(prepareLine(line, limits, privacy, "the log record's", kept.length));
+          kept.push(prepareLine(line, limits, privacy, "the log record's", kept.length, latest));
         } catch (err) {
           rejected.push({ where: line.where, problem: problemOf(err) });
         }

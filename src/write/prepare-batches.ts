@@ -8,6 +8,8 @@ import { prepareRequestLog } from "./prepare-request-log.js";
 import { missingRequiredFields, requiredFieldsError } from "./required-fields.js";
 import type { Privacy } from "./privacy.js";
 import { checkLines, fromUserAppLogLines } from "./validate-lines.js";
+import { systemClock } from "../clock.js";
+import { latestTime } from "./time-window.js";
 
 /**
  * A Write's records, validated and derived, or why they were refused: over
@@ -38,7 +40,8 @@ export function prepareWrite(request: WriteRequest, limits: Limits, privacy: Pri
     return { apps, records: [], tooMany: exceeded(limits, "maxRecordsPerWrite", request.log.length, "number of records in Write") };
   }
   try {
-    return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, privacy)) };
+    const latest = latestTime(limits, systemClock());
+    return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, privacy, latest)) };
   } catch (err) {
     return { apps, records: [], invalid: ReqlogError.from(err) };
   }
@@ -52,7 +55,8 @@ export function prepareIngest(batch: IngestRequest, limits: Limits, privacy: Pri
     return refused(exceeded(limits, "maxRecordsPerWrite", batch.log.length, "number of records in an Ingest batch"));
   }
   try {
-    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, privacy));
+    const latest = latestTime(limits, systemClock());
+    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, privacy, latest));
     const lines = batch.lines.map((entry, i): RequestLines => {
       const where = `lines[${i}]`;
       const missing = missingRequiredFields(RequestLinesSchema, entry, undefined, `${where}.`);
@@ -69,7 +73,7 @@ export function prepareIngest(batch: IngestRequest, limits: Limits, privacy: Pri
           versionId: entry.versionId,
           requestId: entry.requestId,
         },
-        lines: checkLines(fromUserAppLogLines(entry.line), limits, privacy, `${where}.line`),
+        lines: checkLines(fromUserAppLogLines(entry.line), limits, privacy, `${where}.line`, latest),
       };
     });
     return { batchId: batch.batchId, apps, records, lines };

@@ -8,6 +8,8 @@ import { missingRequiredFields, requiredFieldsError } from "./required-fields.js
 import type { PreparedRecord } from "../domain/records.js";
 import { defaultPrivacy, type Privacy } from "./privacy.js";
 import { checkLines } from "./validate-lines.js";
+import { systemClock } from "../clock.js";
+import { checkNotFuture, checkNotNegative, latestTime } from "./time-window.js";
 
 /** Required RequestLog fields that Write derives when the writer leaves them unset. */
 const derivedFields: ReadonlySet<string> = new Set(
@@ -40,15 +42,19 @@ function givenCombined(combined: string, givenIp: string, storedIp: string, priv
  * Credentials in the resource, the referrer, a given combined line and the
  * app lines are redacted, and the IP anonymised when asked (privacy.ts),
  * before anything is derived from them: the derived combined line, the
- * search index and every stored copy see only what is left.
- * `where` names the record in errors (`log[3]`); `privacy` is the server's
- * (the built-in redaction when not given: nothing stores a record unredacted).
+ * search index and every stored copy see only what is left; `privacy` is
+ * the server's (the built-in redaction when not given: nothing stores a
+ * record unredacted).
+ * `where` names the record in errors (`log[3]`). Its times (and its lines')
+ * must not lie past `latest` (time-window.ts); status, response_size and
+ * latency must not be negative.
  */
 export function prepareRequestLog(
   input: RequestLog,
   limits: Limits,
   where: string,
   privacy: Privacy = defaultPrivacy,
+  latest: bigint = latestTime(limits, systemClock()),
 ): PreparedRecord {
   const missing = missingRequiredFields(RequestLogSchema, input, derivedFields);
   if (missing.length > 0) throw requiredFieldsError(missing.map((path) => `${where}.${path}`));
@@ -59,6 +65,11 @@ export function prepareRequestLog(
   if (input.startTime < 0n) {
     throw ReqlogError.invalid(`${where}.start_time is negative (${input.startTime})`);
   }
+
+  checkNotFuture(input.startTime, `${where}.start_time`, limits, latest);
+  checkNotNegative(input.status, `${where}.status`);
+  checkNotNegative(input.responseSize, `${where}.response_size`);
+  checkNotNegative(input.latency, `${where}.latency`);
 
   if (input.method === "") throw ReqlogError.invalid(`${where}.method is empty`);
   if (input.resource === "") throw ReqlogError.invalid(`${where}.resource is empty`);
@@ -79,6 +90,7 @@ export function prepareRequestLog(
       `${where}.end_time (${log.endTime}) is before ${where}.start_time (${log.startTime})`,
     );
   }
+  checkNotFuture(log.endTime, endGiven ? `${where}.end_time` : `${where}.end_time (start_time + latency)`, limits, latest);
   if (!latencyGiven) log.latency = log.endTime === 0n ? 0n : log.endTime - log.startTime;
   log.resource = privacy.redact.url(input.resource);
   if (input.referrer !== "") log.referrer = privacy.redact.url(input.referrer);
@@ -99,6 +111,7 @@ export function prepareRequestLog(
     limits,
     privacy,
     `${where}.line`,
+    latest,
   );
   return {
     log,

@@ -3,6 +3,8 @@ import { exceeded, type Limits } from "../limits.js";
 import type { AppLine } from "../domain/records.js";
 import { ReqlogError } from "../reqlog-error.js";
 import type { Privacy } from "./privacy.js";
+import { systemClock } from "../clock.js";
+import { checkNotFuture, latestTime } from "./time-window.js";
 
 
 /** An app log line as it arrives: UserAppLogLine's level is an int64. */
@@ -17,14 +19,15 @@ export function fromUserAppLogLines(lines: readonly UserAppLogLine[]): IncomingL
   return lines.map((l) => ({ time: l.timestampUsec, level: l.level, message: l.message }));
 }
 
-/** Checks one app log line's level, time and size; `where` names it in errors. */
-export function checkLine(line: IncomingLine, limits: Limits, where: string): void {
+/** Checks one app log line's level, time (not past `latest`, time-window.ts) and size; `where` names it in errors. */
+export function checkLine(line: IncomingLine, limits: Limits, where: string, latest: bigint): void {
   if (line.level < 0 || line.level > 4) {
     throw ReqlogError.invalid(`${where}.level is ${line.level}: levels are 0 (DEBUG) to 4 (CRITICAL)`);
   }
   if (line.time < 0n) {
     throw ReqlogError.invalid(`${where} has a negative time ${line.time}`);
   }
+  checkNotFuture(line.time, `${where}.time`, limits, latest);
   const bytes = Buffer.byteLength(line.message, "utf8");
   if (bytes > limits.maxLineBytes) {
     throw exceeded(limits, "maxLineBytes", bytes, `${where} message size in bytes`);
@@ -36,8 +39,15 @@ export function checkLine(line: IncomingLine, limits: Limits, where: string): vo
  * of its flush: its message redacted (privacy.ts). Every path that stores
  * app lines (Flush, Write, Ingest, OTLP) takes them through here.
  */
-export function prepareLine(line: IncomingLine, limits: Limits, privacy: Privacy, where: string, pos: number): AppLine {
-  checkLine(line, limits, where);
+export function prepareLine(
+  line: IncomingLine,
+  limits: Limits,
+  privacy: Privacy,
+  where: string,
+  pos: number,
+  latest: bigint,
+): AppLine {
+  checkLine(line, limits, where, latest);
   return { time: line.time, level: Number(line.level), message: privacy.redact.text(line.message), pos };
 }
 
@@ -47,9 +57,10 @@ export function checkLines(
   limits: Limits,
   privacy: Privacy,
   where: string,
+  latest: bigint = latestTime(limits, systemClock()),
 ): AppLine[] {
   if (lines.length > limits.maxLinesPerFlush) {
     throw exceeded(limits, "maxLinesPerFlush", lines.length, `number of lines in ${where}`);
   }
-  return lines.map((line, pos) => prepareLine(line, limits, privacy, `${where}[${pos}]`, pos));
+  return lines.map((line, pos) => prepareLine(line, limits, privacy, `${where}[${pos}]`, pos, latest));
 }
