@@ -12,7 +12,7 @@ import { checkIdentifier } from "../write/identifiers.js";
 import { prepareRequestLog } from "../write/prepare-request-log.js";
 import { checkLine } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /** Rejections named in partial_success.error_message, at most (the count says how many in all). */
 const namedRejections = 10;
