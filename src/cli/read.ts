@@ -132,12 +132,9 @@ export async function readCommand(
     if (found.length === 0) {
       // Silence would look the same for a misspelt app and for filters that match nothing: say which it is.
       const newest = await newestOf(client, options.app);
-      if (newest === undefined && !options.follow) {
-        throw new Error(`no requests are stored for app "${options.app}": check --app (the app_id your servers write)`);
-      }
       note(
         newest === undefined
-          ? `no requests are stored for app "${options.app}" yet; following`
+          ? `no requests are stored for app "${options.app}"${options.follow ? " yet; following" : ": check --app (the app_id your servers write)"}`
           : `no requests of app "${options.app}" match; its newest is from ${isoTime(newest.endTime > 0n ? newest.endTime : newest.startTime)}`,
       );
     }
