@@ -85,7 +85,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     if (metrics) {
       pages.push(async (request, response) => {
         if (request.url !== "/metrics") return false;
-        const text = await metrics.registry.metrics();
+        const text = await metrics.scrape();
         response.writeHead(200, { "content-type": metrics.registry.contentType });
         response.end(text);
         return true;
