@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { Code } from "../reqlog-error.js";
 import type { CallObserver } from "../service/call-outcome.js";
@@ -50,6 +51,7 @@ export interface ReqlogMetrics {
 export function createMetrics(
   sources: MetricSources,
   apps: AppMetricsOptions = { maxSeriesPerApp: defaultMaxSeriesPerApp },
+  logger?: Logger,
 ): ReqlogMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -104,16 +106,25 @@ export function createMetrics(
     labelNames: ["app", "metric"],
     registers: [registry],
   });
+  const warned = new Set<string>();
+  const overflowed = (app: string, metric: string) => {
+    overflow.inc({ app, metric });
+    const key = `${app}\u0000${metric}`;
+    if (warned.has(key)) return;
+    warned.add(key);
+    logger?.warn(
+      { app, metric },
+      `app ${app} has ${apps.maxSeriesPerApp} series of ${metric}, the limit metrics-max-series-per-app=${apps.maxSeriesPerApp}: ` +
+        'its further routes count as http_route="other"',
+    );
+  };
   const requests = createRequestMetrics({
     maxSeriesPerApp: apps.maxSeriesPerApp,
     apps: apps.apps,
     skipApps: apps.skipApps,
-    overflowed: (app) => overflow.inc({ app, metric: durationName }),
+    overflowed: (app) => overflowed(app, durationName),
   });
-  const logMetrics = createLogMetrics(apps.logMetrics ?? [], {
-    maxSeriesPerApp: apps.maxSeriesPerApp,
-    overflowed: (app, metric) => overflow.inc({ app, metric }),
-  });
+  const logMetrics = createLogMetrics(apps.logMetrics ?? [], { maxSeriesPerApp: apps.maxSeriesPerApp, overflowed });
   new Gauge({
     name: "reqlog_request_metrics_series",
     help: "Series of the request metrics with a route of their own, by app (bounded by --metrics-max-series-per-app).",
