@@ -4,12 +4,12 @@
  * data folder of the test's, delivering every alert to a webhook receiver
  * the test runs; and amtool, from the same package.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, startLocalProcess, withDebianPackage } from "./local-process.js";
-import { waitReady } from "./prometheus.js";
+import { withDebianPackage } from "./local-process.js";
+import { startPrometheusProject } from "./prometheus.js";
 
 /** amtool's path, installing Debian's prometheus-alertmanager when it is missing. */
 export function amtool(): string {
@@ -102,25 +102,11 @@ export async function startAlertmanager(options: { webhook: string; groupWait?: 
       "",
     ].join("\n"),
   );
-  const port = await freePort();
-  const server = startLocalProcess(binary, [
+  return startPrometheusProject(binary, dir, (listen) => [
     `--config.file=${join(dir, "alertmanager.yml")}`,
     `--storage.path=${join(dir, "data")}`,
-    `--web.listen-address=127.0.0.1:${port}`,
+    `--web.listen-address=${listen}`,
     // Empty: no gossip (a cluster of one), so nothing listens beyond the port above.
     "--cluster.listen-address=",
-    "--log.level=warn",
   ]);
-  const url = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    await server.stop("SIGTERM");
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    await waitReady(url, server.exited, server.stderr, "prometheus-alertmanager");
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  return { url, stderr: server.stderr, stop };
 }

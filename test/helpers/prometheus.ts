@@ -35,15 +35,34 @@ export interface PrometheusServer {
   stop(): Promise<void>;
 }
 
-async function waitReady(url: string, exited: () => boolean, stderr: () => string, what: string): Promise<void> {
+/**
+ * Runs one of the Prometheus project's servers (their flags alike) on a free
+ * loopback port with its config and data in `dir`, and resolves once its
+ * /-/ready answers; stopping it removes `dir`.
+ */
+export async function startPrometheusProject(
+  binary: string,
+  dir: string,
+  args: (listen: string) => string[],
+): Promise<{ url: string; stderr(): string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const server = startLocalProcess(binary, [...args(`127.0.0.1:${port}`), "--log.level=warn"]);
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    await server.stop("SIGTERM");
+    rmSync(dir, { recursive: true, force: true });
+  };
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (exited()) throw new Error(`${what} exited at start:\n${stderr()}`);
-    const ready = await fetch(`${url}/-/ready`).then((r) => r.ok, () => false);
-    if (ready) return;
-    if (Date.now() > deadline) throw new Error(`${what} was not ready on ${url} within 30 s:\n${stderr()}`);
+    if (server.exited() || Date.now() > deadline) {
+      const why = server.exited() ? "exited at start" : `was not ready on ${url} within 30 s`;
+      await stop();
+      throw new Error(`${binary} ${why}:\n${server.stderr()}`);
+    }
+    if (await fetch(`${url}/-/ready`).then((r) => r.ok, () => false)) break;
     await new Promise((r) => setTimeout(r, 100));
   }
+  return { url, stderr: server.stderr, stop };
 }
 
 /** Starts Prometheus on a free loopback port and resolves once it is ready. */
@@ -69,24 +88,11 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
       "",
     ].join("\n"),
   );
-  const port = await freePort();
-  const server = startLocalProcess(binary, [
+  const { url, stderr, stop } = await startPrometheusProject(binary, dir, (listen) => [
     `--config.file=${join(dir, "prometheus.yml")}`,
     `--storage.tsdb.path=${join(dir, "data")}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-    "--log.level=warn",
+    `--web.listen-address=${listen}`,
   ]);
-  const url = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    await server.stop("SIGTERM");
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    await waitReady(url, server.exited, server.stderr, "prometheus");
-  } catch (err) {
-    await stop();
-    throw err;
-  }
   return {
     url,
     async query(promql) {
@@ -99,9 +105,7 @@ export async function startPrometheus(options: PrometheusOptions): Promise<Prome
       const body = (await (await fetch(`${url}/api/v1/alerts`)).json()) as { data: { alerts: { labels: Record<string, string>; state: string }[] } };
       return body.data.alerts;
     },
-    stderr: server.stderr,
+    stderr,
     stop,
   };
 }
-
-export { waitReady };
