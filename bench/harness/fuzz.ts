@@ -1,6 +1,7 @@
 import { create, type DescMessage, toBinary } from "@bufbuild/protobuf";
 import { Client, credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import {
+  AlertsRequestSchema,
   FlushRequestSchema,
   IngestRequestSchema,
   RequestLinesSchema,
@@ -80,6 +81,7 @@ const seeds: { method: string; service?: string; stream: boolean | "bidi"; schem
     schema: StatsRequestSchema,
     bytes: toBinary(StatsRequestSchema, create(StatsRequestSchema, { appId: "fuzz", resolutionHours: 1, topN: 3, excludeUserAgentRegex: "(?i)bot\u00e9" })),
   },
+  { method: "Alerts", stream: false, schema: AlertsRequestSchema, bytes: toBinary(AlertsRequestSchema, create(AlertsRequestSchema, { appId: "fuzz\u00e9", startTime: t0 / 1_000_000n })) },
   {
     method: "Export",
     service: "opentelemetry.proto.collector.logs.v1.LogsService",

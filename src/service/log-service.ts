@@ -3,6 +3,7 @@ import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
 import type { Access, Authorizer } from "../auth/authorizer.js";
 import type { Limits } from "../limits.js";
 import type { BidiStreamHandler, ServerStreamHandler, UnaryHandler } from "./call-context.js";
+import { createAlertsHandler } from "./alerts.js";
 import { createFlushHandler } from "./flush.js";
 import { createIngestHandler } from "./ingest.js";
 import { createListStatusHandler } from "./list-status.js";
@@ -54,6 +55,7 @@ export const methodAccess: Record<MethodName, Access> = {
   listStatus: "read",
   tail: "read",
   stats: "read",
+  alerts: "read",
 };
 
 /** OTLP's LogsService (opentelemetry.proto.collector.logs.v1), served beside the LogService. */
@@ -95,6 +97,7 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
       tail: tails.follow,
       ingest: createIngestHandler(deps),
       stats: createStatsHandler(deps),
+      alerts: createAlertsHandler(deps),
     },
     otlp: { export: createOtlpExportHandler(deps, deps.otlp ?? defaultOtlpMapping) },
     auth: deps.auth,

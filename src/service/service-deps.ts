@@ -1,4 +1,5 @@
 import type { Authorizer } from "../auth/authorizer.js";
+import type { AlertSource } from "../domain/app-alert.js";
 import type { OtlpMapping } from "../ingest/otlp-log-records.js";
 import type { Limits } from "../limits.js";
 import type { OffsetCodec } from "../query/offset-codec.js";
@@ -15,6 +16,8 @@ export interface ServiceDeps {
   otlp?: OtlpMapping;
   /** Decodes and validates Write and Ingest requests off the main thread, when given (prepare-pool.ts). */
   prepare?: PreparePool;
+  /** Where the Alerts RPC reads an app's alerts (serve --alertmanager-url); without it Alerts is UNIMPLEMENTED. */
+  alerts?: AlertSource;
 }
 
 /** ServiceDeps with what the service derives from them once, for every handler. */
