@@ -14,7 +14,7 @@ import { systemClock } from "../clock.js";
 import { latestTime } from "../write/time-window.js";
 import { prepareLine } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /** Rejections named in partial_success.error_message, at most (the count says how many in all). */
 const namedRejections = 10;
@@ -60,7 +60,7 @@ export function createOtlpExportHandler(
     const latest = latestTime(limits, systemClock());
     for (const { log, where } of converted.records) {
       try {
-        records.push(prepareRequestLog(log, limits, where, privacy, latest));
+        records.push(prepareRequestLog(log, limits, where, { privacy, latest }));
       } catch (err) {
         rejected.push({ where, problem: problemOf(err) });
       }

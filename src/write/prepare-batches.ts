@@ -41,7 +41,7 @@ export function prepareWrite(request: WriteRequest, limits: Limits, privacy: Pri
   }
   try {
     const latest = latestTime(limits, systemClock());
-    return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, privacy, latest)) };
+    return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, { privacy, latest })) };
   } catch (err) {
     return { apps, records: [], invalid: ReqlogError.from(err) };
   }
@@ -56,7 +56,7 @@ export function prepareIngest(batch: IngestRequest, limits: Limits, privacy: Pri
   }
   try {
     const latest = latestTime(limits, systemClock());
-    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, privacy, latest));
+    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, { privacy, latest }));
     const lines = batch.lines.map((entry, i): RequestLines => {
       const where = `lines[${i}]`;
       const missing = missingRequiredFields(RequestLinesSchema, entry, undefined, `${where}.`);

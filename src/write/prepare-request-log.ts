@@ -53,8 +53,7 @@ export function prepareRequestLog(
   input: RequestLog,
   limits: Limits,
   where: string,
-  privacy: Privacy = defaultPrivacy,
-  latest: bigint = latestTime(limits, systemClock()),
+  { privacy = defaultPrivacy, latest = latestTime(limits, systemClock()) }: { privacy?: Privacy; latest?: bigint } = {},
 ): PreparedRecord {
   const missing = missingRequiredFields(RequestLogSchema, input, derivedFields);
   if (missing.length > 0) throw requiredFieldsError(missing.map((path) => `${where}.${path}`));

@@ -16,7 +16,7 @@ import type { RunningServer } from "../../src/grpc/server.js";
 import { dashboardPages } from "../../src/http/dashboard-pages.js";
 import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createLogger } from "../../src/logger.js";
-import { type ReqlogServer, startReqlogServer } from "../../src/reqlog-server.js";
+import { type ReqlogServer, type ReqlogServerOptions, startReqlogServer } from "../../src/reqlog-server.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { defaultPrivacyOptions, type PrivacyOptions } from "../../src/write/privacy.js";
 import { t0 } from "./fixtures.js";
@@ -40,6 +40,10 @@ export interface TestServerOptions {
   dashboard?: boolean;
   /** Threads that decode large Writes and Ingest batches (default 0, as in production). */
   prepareWorkers?: number;
+  /** The request metrics and log-based metrics on /metrics (with `http`). */
+  appMetrics?: ReqlogServerOptions["appMetrics"];
+  /** Alertmanager whose alerts the Alerts RPC shows. */
+  alertmanager?: ReqlogServerOptions["alertmanager"];
   /** TLS for the server; the client then connects with `clientTls`. */
   credentials?: ServerCredentials;
   clientTls?: SecureClientSessionOptions;
@@ -98,6 +102,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     monotonicNow: options.monotonicNow,
     prepareWorkers: options.prepareWorkers,
     privacy: { ...defaultPrivacyOptions, ...options.privacy },
+    appMetrics: options.appMetrics,
+    alertmanager: options.alertmanager,
   });
   const server = reqlog.grpc;
   const clients: TestClient[] = [];
