@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
+import { createCommittedWrites } from "../committed-writes.js";
 import { createChangeLog } from "./change-log.js";
 import { createKeys } from "./keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
@@ -57,12 +58,15 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const strings = createStrings(db);
   const search = createSearchIndex(db, options.stopGrams);
   const rollups = createRollups(db);
+  const notes = createCommittedWrites();
   const batcher = createWriteBatcher(
     db,
     () => {
+      notes.commit();
       for (const listener of listeners) listener();
     },
     () => {
+      notes.abort();
       keys.forget();
       strings.forget();
       search.forget();
@@ -73,12 +77,14 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const change: RunChange = (work, signal) =>
     guarded(signal, () =>
       batcher.run(() => {
+        const mark = notes.mark();
         try {
           const result = work();
           rollups.flush();
           changeLog.save();
           return result;
         } catch (err) {
+          notes.undo(mark);
           rollups.discard();
           keys.forget();
           strings.forget();
@@ -97,7 +103,8 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
+      notes,
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
