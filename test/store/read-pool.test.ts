@@ -119,6 +119,21 @@ describe("read workers", () => {
     });
   });
 
+  it("stops a Stats walk with CANCELLED once its call's cancel flag is set, and answers CANCELLED to a cancelled Stats on a worker", async () => {
+    const plan = planStats(create(StatsRequestSchema, { appId: "forge", perVersion: true, topN: 3 }), limits);
+    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    const reader = createStatsReader(backend.db);
+    expect(reader(plan, cancel).records.reduce((n, r) => n + r.requests, 0)).toBe(rows);
+    Atomics.store(cancel, 0, 1);
+    expect(() => reader(plan, cancel)).toThrow(expect.objectContaining({ code: Code.CANCELLED }));
+
+    const controller = new AbortController();
+    const stats = backend.store.stats(plan, controller.signal);
+    controller.abort();
+    await expect(stats).rejects.toMatchObject({ code: Code.CANCELLED });
+    expect(await newestFive()).toEqual(expectedFive);
+  });
+
   it("leaves to the calling thread only a time series of at most a month with no per-route, version or bot work", () => {
     const plan = (init: Parameters<typeof create<typeof StatsRequestSchema>>[1]) =>
       planStats(create(StatsRequestSchema, { appId: "forge", startTime: 1_795_000_000n, endTime: 1_795_000_000n + 30n * 86400n, split: StatsSplit.NONE, ...init }), limits);

@@ -18,7 +18,7 @@ const workerScript = join(packageRoot(), "dist", "src", "store", "sqlite", "read
 export interface ReadPool {
   /** Runs a Read on a worker; a cancelled call's scan stops at its next budget check. */
   read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
-  /** Runs a Stats plan on a worker (it reads rollups only: short, so it is not stopped midway). */
+  /** Runs a Stats plan on a worker; a cancelled call's walk of the rollups stops at its next check. */
   stats(plan: StatsPlan, signal: AbortSignal): Promise<StatsResult>;
   /** The worker threads (for tests that stop one). */
   readonly threads: readonly import("node:worker_threads").Worker[];
@@ -65,8 +65,16 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
   let current: Piscina<ReadTask, ReadTaskResult> | undefined = start();
   let closed = false;
 
-  /** Runs a task on a worker: a worker's failure is UNAVAILABLE, a refusal or storage error is thrown as it was. */
+  /**
+   * Runs a task on a worker: a worker's failure is UNAVAILABLE, a refusal or
+   * storage error is thrown as it was. The task's cancel flag is set when
+   * the call's signal aborts: a task still queued then returns at once, a
+   * running one stops at its next check.
+   */
   async function run(task: ReadTask, signal: AbortSignal): Promise<ReadTaskResult> {
+    const onAbort = () => Atomics.store(task.cancel, 0, 1);
+    if (signal.aborted) throw ReqlogError.cancelled();
+    signal.addEventListener("abort", onAbort, { once: true });
     let reply: ReadTaskResult;
     try {
       if (closed) throw new Error("the read pool is closed");
@@ -74,28 +82,24 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
       reply = await current.run(task);
     } catch (err) {
       throw ReqlogError.unavailable(`a read worker stopped while it ran this ${"stats" in task ? "Stats" : "Read"}; retry`, err);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
     }
     if ("refused" in reply) throw new ReqlogError(reply.refused.code as ReqlogError["code"], reply.refused.reason, reply.refused.message);
     // Rebuilt as a SqliteError so the store maps it as it maps its own.
     if ("error" in reply) {
       throw reply.error.code ? new SqliteError(reply.error.message, reply.error.code) : new Error(reply.error.message);
     }
-    if (signal.aborted) throw ReqlogError.cancelled();
+    if (signal.aborted || ("cancelled" in reply && reply.cancelled)) throw ReqlogError.cancelled();
     return reply;
   }
 
+  const cancelFlag = () => new Int32Array(new SharedArrayBuffer(4));
+
   return {
     async read(plan, signal) {
-      const cancel = new Int32Array(new SharedArrayBuffer(4));
-      const onAbort = () => Atomics.store(cancel, 0, 1);
-      signal.addEventListener("abort", onAbort, { once: true });
-      let reply: ReadTaskResult;
-      try {
-        reply = await run({ plan, cancel }, signal);
-      } finally {
-        signal.removeEventListener("abort", onAbort);
-      }
-      if (!("records" in reply) || reply.cancelled) throw ReqlogError.cancelled();
+      const reply = await run({ plan, cancel: cancelFlag() }, signal);
+      if (!("records" in reply)) throw new Error("a read worker answered a Read task with something else");
       return {
         records: reply.records.map((r) => ({ log: fromBinary(RequestLogSchema, r.bytes), cursor: r.cursor })),
         next: reply.next,
@@ -104,7 +108,7 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
       };
     },
     async stats(plan, signal) {
-      const reply = await run({ stats: plan }, signal);
+      const reply = await run({ stats: plan, cancel: cancelFlag() }, signal);
       if (!("stats" in reply)) throw new Error("a read worker answered a Stats task with something else");
       return unpackStats(reply.stats);
     },

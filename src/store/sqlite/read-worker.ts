@@ -18,13 +18,8 @@ import { createSqliteReader } from "./sqlite-reader.js";
 import { createStatsReader } from "./sqlite-stats.js";
 import { type PackedStats, packStats } from "./stats-result-codec.js";
 
-export type ReadTask =
-  | {
-      plan: ReadPlan;
-      /** Set to 1 by the main thread when the call is cancelled. */
-      cancel: Int32Array;
-    }
-  | { stats: StatsPlan };
+/** A Read or Stats plan, and a flag the main thread sets to 1 (at index 0) when the call is cancelled. */
+export type ReadTask = ({ plan: ReadPlan } | { stats: StatsPlan }) & { cancel: Int32Array };
 
 export type ReadTaskResult =
   | {
@@ -35,6 +30,7 @@ export type ReadTaskResult =
       cancelled?: boolean;
     }
   | { stats: PackedStats }
+  | { cancelled: true }
   | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
   | { error: { message: string; code?: string } };
 
@@ -50,7 +46,9 @@ const stats = createStatsReader(db);
 
 export default function read(task: ReadTask): ReadTaskResult {
   try {
-    if ("stats" in task) return { stats: packStats(stats(task.stats)) };
+    // Queued while its caller went away: nothing to answer.
+    if (Atomics.load(task.cancel, 0) === 1) return { cancelled: true };
+    if ("stats" in task) return { stats: packStats(stats(task.stats, task.cancel)) };
     const result = reader.read(task.plan, task.cancel);
     return {
       records: result.records.map((r) => ({ bytes: toBinary(RequestLogSchema, r.log), cursor: r.cursor })),

@@ -3,6 +3,7 @@ import { emptyHistogram, latencyBucketCount } from "../../domain/latency-histogr
 import { statusClassCount } from "../../domain/stats-figures.js";
 import { type TopNames, topNamesOf } from "../../domain/top-names.js";
 import { compileRegex } from "../../query/read-plan.js";
+import { ReqlogError } from "../../reqlog-error.js";
 import { checkStatsBuckets, type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
 import type { StatsBucket, StatsFigures, StatsRecord, StatsResult } from "../store.js";
 import { addEncodedCounts, decodeHistogramCounts } from "./histogram-blob.js";
@@ -163,6 +164,9 @@ export function readsFewRows(plan: StatsPlan): boolean {
   );
 }
 
+/** How many cells a Stats walks between two looks at its cancel flag. */
+const cancelCheckEvery = 1024;
+
 /** Most top-names summaries a reader keeps decoded (a few KB each): a month's days and its ends' hours, for a few apps. */
 const maxCachedSummaries = 1024;
 
@@ -275,7 +279,14 @@ export function createStatsReader(db: Database.Database) {
     return excluded;
   }
 
-  function answer(plan: StatsPlan): StatsResult {
+  function answer(plan: StatsPlan, cancel: Int32Array | undefined): StatsResult {
+    /** Cells walked since the cancel flag was last looked at (the first cell looks). */
+    let sinceCheck = cancelCheckEvery - 1;
+    const stopIfCancelled = () => {
+      if (++sinceCheck < cancelCheckEvery) return;
+      sinceCheck = 0;
+      if (cancel !== undefined && Atomics.load(cancel, 0) === 1) throw ReqlogError.cancelled();
+    };
     const app = appKey(plan.appId);
     const empty: StatsResult = { records: [], buckets: [], startHour: plan.startHour, endHour: plan.endHour, routes: [], clientIps: [], userAgents: [] };
     if (app === undefined) return empty;
@@ -316,6 +327,7 @@ export function createStatsReader(db: Database.Database) {
             ? [...versions.keys()].flatMap((v) => stmt.cells.versions.all(app, v, s.from, s.to) as Cell[])
             : (stmt.cells[table].all(app, s.from, s.to) as Cell[]);
         for (const cell of rows) {
+          stopIfCancelled();
           const [hour, routeKey, versionKey, statusClass, requests] = cell;
           if (classes && !classes.has(statusClass)) continue;
           const b = s.days ? undefined : minus.get(cellKey(level, hour, routeKey, versionKey, statusClass));
@@ -370,7 +382,10 @@ export function createStatsReader(db: Database.Database) {
       });
     } else if (versionsMerged && !classes && !bots) {
       // Every request counts: a row an hour, and each class's requests (numbers alone, no histogram to decode).
-      for (const cell of stmt.hours.all(app, start, end) as Cell[]) addCell(bucketOf(cell[0]).sum, cell, cell[4], undefined);
+      for (const cell of stmt.hours.all(app, start, end) as Cell[]) {
+        stopIfCancelled();
+        addCell(bucketOf(cell[0]).sum, cell, cell[4], undefined);
+      }
       for (const [hour, statusClass, requests] of stmt.classRequests.all(app, start, end) as [number, number, number][]) {
         const { bucket, sum } = bucketOf(hour);
         bucket.classRequests[statusClass]! += requests;
@@ -412,5 +427,6 @@ export function createStatsReader(db: Database.Database) {
   }
 
   const inSnapshot = db.transaction(answer);
-  return (plan: StatsPlan): StatsResult => inSnapshot(plan);
+  /** A Stats answer; `cancel` (set to 1 at index 0 by another thread) stops the walk with CANCELLED. */
+  return (plan: StatsPlan, cancel?: Int32Array): StatsResult => inSnapshot(plan, cancel);
 }
