@@ -5,41 +5,18 @@
  * the dashboard (Debian's chromium) shows the alert. Traffic is written
  * through reqlog's API, as an app's SDK writes it.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
 import { type AlertmanagerServer, startAlertmanager, startWebhookReceiver, type WebhookReceiver } from "../helpers/alertmanager.js";
 import { launchChromium } from "../helpers/browser.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
-import { type PrometheusServer, startPrometheus } from "../helpers/prometheus.js";
+import { type PrometheusServer, shortenedRules, startPrometheus } from "../helpers/prometheus.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
 // Prometheus needs two scrapes of a series before rate() sees it move; chromium may be installed first.
 vi.setConfig({ hookTimeout: 600_000, testTimeout: 180_000 });
 
-const root = join(import.meta.dirname, "..", "..");
-const rulesFile = join(root, "docs", "alerts", "reqlog-rules.yml");
-
-/**
- * The shipped rules with every window, offset and `for` shortened, so that
- * what takes minutes in production takes seconds here (1 s scrapes and
- * evaluations); a duration the table does not know fails the test, so a new
- * rule is shortened on purpose, not by accident.
- */
-function shortenedRules(text: string): string {
-  const windows: Record<string, string> = { "5m": "10s", "10m": "20s", "30m": "20s", "1h": "30s", "2h": "30s", "6h": "60s", "1d": "60s", "3d": "60s" };
-  const shorter = (d: string) => {
-    const s = windows[d];
-    if (s === undefined) throw new Error(`the rules use a window of ${d} that shortenedRules does not know`);
-    return s;
-  };
-  return text
-    .replace(/\[(\w+)\]/g, (_, d: string) => `[${shorter(d)}]`)
-    .replace(/offset (\w+)/g, (_, d: string) => `offset ${shorter(d)}`)
-    .replace(/^(\s+)for: \w+$/gm, "$1for: 0s");
-}
 
 const route = "/api/v1/teams/{id}";
 let serial = 0;
@@ -87,7 +64,7 @@ describe("alerting with Prometheus, Alertmanager and the dashboard", () => {
     });
     prometheus = await startPrometheus({
       targets: [ts.httpAddress!],
-      rules: { "reqlog-rules.yml": shortenedRules(readFileSync(rulesFile, "utf8")) },
+      rules: { "reqlog-rules.yml": shortenedRules() },
       alertmanager: am.url,
     });
   });
