@@ -1,8 +1,7 @@
-import type { ServerCredentials } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { createAuthorizer } from "./auth/authorizer.js";
 import type { TlsFiles } from "./config.js";
-import { type RunningServer, startServer } from "./grpc/server.js";
+import { type RunningServer, type ServerOptions as GrpcServerOptions, startServer } from "./grpc/server.js";
 import { connectRoutes } from "./http/connect-service.js";
 import { type PageHandler, type RunningHttpServer, startHttpServer } from "./http/http-server.js";
 import type { Limits } from "./limits.js";
@@ -32,7 +31,7 @@ export interface ReqlogServerOptions {
   logger: Logger;
   shutdownTimeoutMs: number;
   /** TLS for the gRPC port; plaintext when unset. */
-  credentials?: ServerCredentials;
+  credentials?: GrpcServerOptions["credentials"];
   /** TLS files for the HTTP port (the same as the gRPC port's). */
   tls?: TlsFiles;
   /** The rate limiter's clock (ms), for tests. */

@@ -9,12 +9,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
 import { type ReadPlan, re2Flags } from "../../src/query/read-plan.js";
-import { type SearchDocColumns, searchDoc } from "../../src/store/sqlite/search-doc.js";
-import { createStopGramsReader } from "../../src/store/sqlite/stop-grams.js";
-import { createSearchPlanner } from "../../src/store/sqlite/search-query.js";
+import { type SearchDocColumns, searchDoc } from "../../src/store/sqlite/rows/search-doc.js";
+import { createStopGramsReader } from "../../src/store/sqlite/rows/stop-grams.js";
+import { createSearchPlanner } from "../../src/store/sqlite/read/search-query.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
-import { createSqliteReader, type SqliteReader } from "../../src/store/sqlite/sqlite-reader.js";
-import { storedRowSql } from "../../src/store/sqlite/sql.js";
+import { createSqliteReader, type SqliteReader } from "../../src/store/sqlite/read/sqlite-reader.js";
+import { storedRowSql } from "../../src/store/sqlite/rows/sql.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 
