@@ -37,6 +37,11 @@ export interface ReqlogServerOptions {
   credentials?: GrpcServerOptions["credentials"];
   /** TLS files for the HTTP port (the same as the gRPC port's). */
   tls?: TlsFiles;
+  /**
+   * Why every call needs a token even while none is active (the server
+   * listens beyond loopback): it then never serves calls without one.
+   */
+  tokensRequired?: string;
   /** The rate limiter's clock (ms), for tests. */
   monotonicNow?: () => number;
   /** Which resource attributes name the app, version and module of OTLP log records. */
@@ -76,7 +81,12 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
   // The request metrics count what the store commits; the backend outlives the server (it is closed after).
   const serving = new AbortController();
   if (metrics) backend.store.observeWrites(metrics.writes, serving.signal);
-  const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
+  const auth = createAuthorizer(backend.tokens, {
+    callsPerSecond: limits.rateLimit,
+    now: options.monotonicNow,
+    tokensRequired: options.tokensRequired,
+    warn: (message) => logger.warn(message),
+  });
   const prepareWorkers = options.prepareWorkers ?? 0;
   const privacyOptions = options.privacy ?? defaultPrivacyOptions;
   const privacy = createPrivacy(privacyOptions);

@@ -20,6 +20,14 @@ export interface AuthorizerOptions {
   /** Calls per second one token may make (0: no limit). */
   callsPerSecond: number;
   now?: () => number;
+  /**
+   * Why every call needs a token even while none is active (e.g. "it listens
+   * on 0.0.0.0:50051, not loopback"): a server that needed a token to start
+   * keeps refusing calls when the last one is revoked, instead of opening up.
+   */
+  tokensRequired?: string;
+  /** Told once each time the last active token is found gone while tokens are required. */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -50,11 +58,26 @@ export function createAuthorizer(tokens: Pick<TokenStore, "find" | "anyActive">,
     bucket.level -= 1;
   }
 
+  // Whether the last call found no active token while tokens are required (warned once per time it happens).
+  let noneLeft = false;
+
+  /** No token is active: open (loopback, or the operator's explicit opt-out), or refused when tokens are required. */
+  function withoutTokens(): Principal {
+    if (options.tokensRequired === undefined) return { kind: "open" };
+    const message =
+      `no access token is active and this server needs one (${options.tokensRequired}): ` +
+      "it refuses every call until a token is created (reqlog token create --scope …)";
+    if (!noneLeft) options.warn?.(message);
+    noneLeft = true;
+    throw ReqlogError.unauthenticated(message);
+  }
+
   return {
     async authenticate(metadata) {
       const values = metadata.get("authorization");
       if (values.length === 0) {
-        if (!(await tokens.anyActive())) return { kind: "open" };
+        if (!(await tokens.anyActive())) return withoutTokens();
+        noneLeft = false;
         throw ReqlogError.unauthenticated("missing access token: send call metadata authorization: Bearer <token>");
       }
       const match = /^Bearer\s+(\S+)\s*$/i.exec(String(values[0]));
