@@ -93,7 +93,9 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
   const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits, privacyOptions) : undefined;
   const alerts: AlertmanagerAlerts | undefined =
     options.alertmanager && createAlertmanagerAlerts({ ...options.alertmanager, logger });
-  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare, alerts });
+  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare, alerts,
+    audit: (message, fields) => logger.info(fields, message),
+  });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {

@@ -5,7 +5,8 @@ import type { TokenInfo, TokenStore } from "../store/store.js";
 /** Who is calling: a token, or anyone while no token is configured (loopback only). */
 export type Principal = { kind: "token"; token: TokenInfo } | { kind: "open" };
 
-export type Access = "read" | "write";
+/** What a method needs: read:logs, write:logs, or admin (which holds both, and Delete). */
+export type Access = "read" | "write" | "admin";
 
 export interface Authorizer {
   /** Checks the bearer token of a call (and its rate); UNAUTHENTICATED or RESOURCE_EXHAUSTED when it fails. */
@@ -93,8 +94,8 @@ export function createAuthorizer(tokens: Pick<TokenStore, "find" | "anyActive">,
     authorize(principal, access, apps) {
       if (principal.kind === "open") return;
       const { scopes, apps: allowed } = principal.token;
-      if (!scopes.includes("admin") && !scopes.includes(`${access}:logs`)) {
-        throw ReqlogError.permissionDenied(`this token lacks the ${access}:logs scope`);
+      if (!scopes.includes("admin") && (access === "admin" || !scopes.includes(`${access}:logs`))) {
+        throw ReqlogError.permissionDenied(`this token lacks the ${access === "admin" ? "admin" : `${access}:logs`} scope`);
       }
       if (allowed) {
         for (const app of apps) {

@@ -4,6 +4,7 @@ import type { Access, Authorizer } from "../auth/authorizer.js";
 import type { Limits } from "../limits.js";
 import type { BidiStreamHandler, ServerStreamHandler, UnaryHandler } from "./call-context.js";
 import { createAlertsHandler } from "./alerts.js";
+import { createDeleteHandler } from "./delete.js";
 import { createFlushHandler } from "./flush.js";
 import { createIngestHandler } from "./ingest.js";
 import { createListStatusHandler } from "./list-status.js";
@@ -56,6 +57,7 @@ export const methodAccess: Record<MethodName, Access> = {
   tail: "read",
   stats: "read",
   alerts: "read",
+  delete: "admin",
 };
 
 /** OTLP's LogsService (opentelemetry.proto.collector.logs.v1), served beside the LogService. */
@@ -97,6 +99,7 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
       tail: tails.follow,
       ingest: createIngestHandler(deps),
       stats: createStatsHandler(deps),
+      delete: createDeleteHandler(deps),
       alerts: createAlertsHandler(deps),
     },
     otlp: { export: createOtlpExportHandler(deps, deps.otlp ?? defaultOtlpMapping) },

@@ -8,6 +8,7 @@ import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
 import { createGroupCommit, type GroupWork } from "./write/group-commit.js";
 import { createKnownKeys, type KnownKeys } from "./write/known-keys.js";
+import { createRequestEraser } from "./write/request-eraser.js";
 import { loadMeta, migrate } from "./migrate.js";
 import { createRecordReader } from "./read/record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
@@ -134,6 +135,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       offsetKey: meta.offsetKey,
       listeners,
       notes,
+      erase: createRequestEraser({ sql, layout, batcher, commit }),
     }),
     statuses: createClickHouseStatuses(sql, seq, now),
     tokens: createClickHouseTokens(sql, now),

@@ -6,6 +6,7 @@ import { type Rollups, type StoredRow, shareOf, statsShareOf } from "./write/rol
 import type { SearchDocColumns, SearchIndex } from "./rows/search-doc.js";
 import { storedRowSql } from "./rows/sql.js";
 import { guarded } from "./storage-error.js";
+import { truncateWal } from "./write/truncate-wal.js";
 import type { RunChange } from "./write/write-transaction.js";
 
 /** Free pages handed back to the file system per compaction. */
@@ -57,6 +58,8 @@ export function createSqliteMaintenance(
     async compact(historyCutoff, signal) {
       await change(() => changes.prune(now(), historyCutoff), signal);
       await guarded(signal, () => db.pragma(`incremental_vacuum(${vacuumPages})`));
+      // What retention deleted (overwritten in the database: secure_delete) leaves the log too.
+      await guarded(signal, () => truncateWal(db));
     },
   };
 }

@@ -7,6 +7,7 @@ import { createChangeLog } from "./write/change-log.js";
 import { createKeys } from "./rows/keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
 import { createReadPool, type ReadPool } from "./read/read-pool.js";
+import { createRequestEraser } from "./write/request-eraser.js";
 import { createRequestWriter } from "./write/request-writer.js";
 import { createSqliteMaintenance } from "./retention.js";
 import { createRollups } from "./write/rollups.js";
@@ -87,6 +88,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       change,
       writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
       notes,
+      erase: createRequestEraser({ db, change, rollups, search, strings }),
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
