@@ -76,6 +76,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   );
   const changeLog = createChangeLog(db);
   const change = createWriteTransaction({ batcher, keys, strings, search, rollups, changeLog, notes });
+  const eraser = createRequestEraser({ db, change, rollups, search, strings });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
@@ -88,14 +89,14 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       change,
       writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
       notes,
-      erase: createRequestEraser({ db, change, rollups, search, strings }),
+      erase: eraser.erase,
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
     }),
     statuses: createSqliteStatuses(db, batcher, now),
     tokens: createSqliteTokens(db, now),
-    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups, search),
+    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups, search, eraser),
     async storageBytes() {
       if (db.memory) return 0;
       let bytes = 0;

@@ -8,6 +8,7 @@ import { currentSeqSql, storedRowSql } from "../rows/sql.js";
 import { ipOffset, stringColumns } from "../rows/stored-record.js";
 import { searchedKind, type Strings } from "../rows/strings.js";
 import { throwIfCancelled } from "../storage-error.js";
+import { dayOf, statsNameKind } from "../stats/stats-rollups.js";
 import { type Rollups, type StoredRow, shareOf, statsShareOf } from "./rollups.js";
 import { truncateWal } from "./truncate-wal.js";
 import type { RunChange } from "./write-transaction.js";
@@ -16,9 +17,6 @@ import type { RunChange } from "./write-transaction.js";
 const scanStep = 20_000;
 /** Rows one transaction deletes (each costs its search document, rollups and freed pages). */
 const deleteStep = 400;
-
-/** The request columns that hold a key of a `strings` entry. */
-const keyColumns = stringColumns.map(([column]) => column);
 
 export interface RequestEraserParts {
   db: Database.Database;
@@ -29,6 +27,27 @@ export interface RequestEraserParts {
 }
 
 export type EraseRequests = (plan: DeletePlan, signal: AbortSignal, onDeleted?: (count: number) => void) => Promise<number>;
+
+/** A deleted row as the eraser needs it: its key, shares, search document and the strings it used (leftoverColumnsSql). */
+export type ErasedRow = StoredRow & SearchDocColumns & Record<string, bigint | null>;
+
+/** Delete, and what deleted rows leave behind (Delete's and retention's). */
+export interface RequestEraser {
+  erase: EraseRequests;
+  /**
+   * Notes what a row deleted in the current transaction (retention's) leaves
+   * behind: the dictionary strings and Stats names that may now be unused.
+   */
+  left(row: ErasedRow): void;
+  /** Blanks what only deleted rows used, of those noted so far (in steps: writes go on). */
+  sweep(signal: AbortSignal): Promise<void>;
+}
+
+/** The request columns that hold a key of a `strings` entry. */
+const keyColumns = stringColumns.map(([column]) => column);
+
+/** What a row to delete is selected with (after storedRowSql's columns): the keys of the strings it uses. */
+export const leftoverColumnsSql = keyColumns.map((c) => `r.${c} AS ${c}_key`).join(", ");
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -43,8 +62,23 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * truncated: with secure_delete on (open-database.ts) and FTS5's
  * secure-delete (migration 007), the deleted text is then in neither file.
  */
-export function createRequestEraser({ db, change, rollups, search, strings }: RequestEraserParts): EraseRequests {
-  const keyList = keyColumns.map((c) => `r.${c} AS ${c}_key`).join(", ");
+export function createRequestEraser({ db, change, rollups, search, strings }: RequestEraserParts): RequestEraser {
+  const keyList = leftoverColumnsSql;
+  // Noted by deletes, cleared by sweep: string keys, and the Stats hours of each app.
+  let pendingStrings = new Set<number>();
+  let pendingHours = new Map<number, Set<number>>();
+  const left = (row: ErasedRow) => {
+    const stats = statsShareOf(row);
+    if (stats) {
+      let hours = pendingHours.get(stats.appKey);
+      if (!hours) pendingHours.set(stats.appKey, (hours = new Set()));
+      hours.add(stats.hour);
+    }
+    for (const column of keyColumns) {
+      const key = row[`${column}_key`];
+      if (key !== null && key !== undefined) pendingStrings.add(Number(key));
+    }
+  };
   const stmt = {
     appKey: db.prepare("SELECT id FROM apps WHERE app_id = ?").pluck(),
     byId: db.prepare("SELECT id FROM requests WHERE app_key = ? AND request_id = ?").pluck().safeIntegers(true),
@@ -67,6 +101,13 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
     // Kept as an entry (keys are never reused: a reader may hold one), its text gone.
     blank: db.prepare("UPDATE strings SET kind = -1, text = '#' || id WHERE id = ?"),
     deleteRow: db.prepare("DELETE FROM requests WHERE id = ?"),
+    // Stats' names (stats-rollups.ts) that no cell counts any more: an hour's routes and user agents, a day's routes.
+    dropRoutes: db.prepare(`DELETE FROM stats_names WHERE app_key = @app AND kind = ${statsNameKind.route} AND hour = @hour
+      AND NOT EXISTS (SELECT 1 FROM stats_route_hours c WHERE c.app_key = @app AND c.hour = @hour AND c.route_key = stats_names.id)`),
+    dropAgents: db.prepare(`DELETE FROM stats_names WHERE app_key = @app AND kind = ${statsNameKind.agent} AND hour = @hour
+      AND NOT EXISTS (SELECT 1 FROM stats_agent_hours c WHERE c.agent_key = stats_names.id)`),
+    dropDayRoutes: db.prepare(`DELETE FROM stats_names WHERE app_key = @app AND kind = ${statsNameKind.routeDay} AND hour = @hour
+      AND NOT EXISTS (SELECT 1 FROM stats_route_days c WHERE c.app_key = @app AND c.hour = @hour AND c.route_key = stats_names.id)`),
   };
 
   /** What a match is decided on, for the scan and for the row again at its deletion. */
@@ -130,21 +171,18 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
   }
 
   /** Deletes the rows that still match, in one transaction; returns how many, and notes the strings they used. */
-  function deleteRows(m: Matcher, ids: readonly bigint[], used: Set<number>, signal: AbortSignal): Promise<number> {
+  function deleteRows(m: Matcher, ids: readonly bigint[], signal: AbortSignal): Promise<number> {
     return change(() => {
       let deleted = 0;
       for (const id of ids) {
         const now = m.one.get(id, ...m.args) as unknown[] | undefined;
         if (!now || !m.matches(now)) continue;
-        const row = stmt.stored.get(id) as StoredRow & SearchDocColumns & Record<string, bigint | null>;
+        const row = stmt.stored.get(id) as ErasedRow;
         if (row.has_record === 1n) search.remove(row);
         stmt.deleteRow.run(id);
         rollups.move(shareOf(row), undefined);
         rollups.moveStats(statsShareOf(row), undefined);
-        for (const column of keyColumns) {
-          const key = row[`${column}_key`];
-          if (key !== null && key !== undefined) used.add(Number(key));
-        }
+        left(row);
         deleted++;
       }
       return deleted;
@@ -157,8 +195,7 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
    * requests written or changed since it began are looked at again in the
    * transaction that blanks the rest (so none is blanked under a new use).
    */
-  async function dropUnused(candidates: Set<number>, signal: AbortSignal): Promise<void> {
-    if (candidates.size === 0) return;
+  async function dropUnused(candidates: Set<number>, hoursByApp: Map<number, Set<number>>, signal: AbortSignal): Promise<void> {
     // Every row inserted later has an id above it, every row changed later an update above it.
     const seqAtStart = BigInt(stmt.seq.get() as bigint | number);
     const unused = new Set(candidates);
@@ -183,14 +220,35 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
       }
       // The writer's cache maps texts to keys: a blanked one must be looked up (and made anew) next time.
       strings.forget();
+      // Stats' routes and user agents of the hours (and days) the deleted requests were counted in, when
+      // nothing counts them any more (an hour with requests left keeps its other names).
+      for (const [app, hours] of hoursByApp) {
+        for (const hour of hours) stmt.dropRoutes.run({ app, hour }), stmt.dropAgents.run({ app, hour });
+        for (const day of new Set([...hours].map(dayOf))) stmt.dropDayRoutes.run({ app, hour: day });
+      }
+      // The stats rollups cache names' keys: looked up again from now on.
+      rollups.discard();
     }, signal);
   }
 
-  return async (plan, signal, onDeleted) => {
+  async function sweep(signal: AbortSignal): Promise<void> {
+    if (pendingStrings.size === 0 && pendingHours.size === 0) return;
+    const [candidates, hours] = [pendingStrings, pendingHours];
+    [pendingStrings, pendingHours] = [new Set(), new Map()];
+    try {
+      await dropUnused(candidates, hours, signal);
+    } catch (err) {
+      // Tried again at the next sweep.
+      for (const key of candidates) pendingStrings.add(key);
+      for (const [app, h] of hours) pendingHours.set(app, new Set([...(pendingHours.get(app) ?? []), ...h]));
+      throw err;
+    }
+  }
+
+  async function erase(plan: DeletePlan, signal: AbortSignal, onDeleted?: (count: number) => void): Promise<number> {
     const appKey = stmt.appKey.get(plan.appId) as number | undefined;
     if (appKey === undefined) return 0;
     let total = 0;
-    const used = new Set<number>();
     const m = matcher(plan, appKey);
     for await (const ids of scan(plan, appKey, m, signal)) {
       if (plan.dryRun) {
@@ -198,14 +256,16 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
         continue;
       }
       for (let at = 0; at < ids.length; at += deleteStep) {
-        const count = await deleteRows(m, ids.slice(at, at + deleteStep), used, signal);
+        const count = await deleteRows(m, ids.slice(at, at + deleteStep), signal);
         total += count;
         if (count > 0) onDeleted?.(count);
       }
     }
     if (plan.dryRun || total === 0) return total;
-    await dropUnused(used, signal);
+    await sweep(signal);
     await truncateWal(db);
     return total;
-  };
+  }
+
+  return { erase, left, sweep };
 }
