@@ -10,6 +10,8 @@ import { createListStatusHandler } from "./list-status.js";
 import { createReadHandler } from "./read.js";
 import { createSetStatusHandler } from "./set-status.js";
 import { createStatsHandler } from "./stats.js";
+import { createQueryHandler } from "./query.js";
+import type { Clock } from "../clock.js";
 import { createTailService } from "./tail.js";
 import { createUsageHandler } from "./usage.js";
 import type { OffsetCodec } from "../query/offset-codec.js";
@@ -56,6 +58,7 @@ export const methodAccess: Record<MethodName, Access> = {
   listStatus: "read",
   tail: "read",
   stats: "read",
+  query: "read",
 };
 
 /** OTLP's LogsService (opentelemetry.proto.collector.logs.v1), served beside the LogService. */
@@ -74,6 +77,8 @@ export interface ServiceDeps {
   otlp?: OtlpMapping;
   /** Decodes and validates Write and Ingest requests off the main thread, when given (prepare-pool.ts). */
   prepare?: PreparePool;
+  /** What relative query times (`_time:1h`) count back from; the system clock unless a test sets it. */
+  clock?: Clock;
 }
 
 /** ServiceDeps with what the service derives from them once, for every handler. */
@@ -115,6 +120,7 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
       tail: tails.follow,
       ingest: createIngestHandler(deps),
       stats: createStatsHandler(deps),
+      query: createQueryHandler(deps),
     },
     otlp: { export: createOtlpExportHandler(deps, deps.otlp ?? defaultOtlpMapping) },
     auth: deps.auth,

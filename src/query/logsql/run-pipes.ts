@@ -16,11 +16,15 @@ export interface Pipeline {
   push(row: Row): boolean;
   /** The result rows, a value per column. */
   finish(): Value[][];
+  /** Whether more rows came out than `limits.maxRows`, and were left out. */
+  readonly cut: boolean;
 }
 
 export interface PipelineLimits {
   /** Most groups a stats or top pipe may hold (max-query-groups). */
   maxQueryGroups: number;
+  /** Most result rows (max-query-rows); the rest are cut. */
+  maxRows?: number;
 }
 
 interface Stage {
@@ -41,12 +45,18 @@ const requestType: TypeOf = (field) => queryField(field)?.type ?? "text";
 export function createPipeline(query: Query, limits: PipelineLimits, startAt = 0): Pipeline {
   const pipes = query.pipes.slice(startAt);
   const out: Value[][] = [];
+  const maxRows = limits.maxRows ?? Infinity;
+  let cut = false;
   const columns = query.columns.map((c) => c.name);
   const typeAt = typesBefore(query, startAt);
   const needed = neededFields(pipes, columns);
 
   let stage: Stage = {
     push(row) {
+      if (out.length >= maxRows) {
+        cut = true;
+        return false;
+      }
       out.push(columns.map((c) => row.get(c)));
       return true;
     },
@@ -61,6 +71,9 @@ export function createPipeline(query: Query, limits: PipelineLimits, startAt = 0
     finish() {
       first.end();
       return out;
+    },
+    get cut() {
+      return cut;
     },
   };
 }
