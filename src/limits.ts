@@ -33,6 +33,11 @@ export const limitSpecs = {
     code: "RESOURCE_EXHAUSTED",
     description: "bytes of one app log line's message",
   },
+  maxFutureSeconds: {
+    default: 24 * 60 * 60,
+    code: "INVALID_ARGUMENT",
+    description: "seconds a written start or end time, or an app line's time, may lie ahead of the server's clock",
+  },
   maxStatusBytes: {
     default: 4096,
     code: "INVALID_ARGUMENT",

@@ -3,11 +3,16 @@ import type { SecureClientSessionOptions } from "node:http2";
 import { type Client, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
+import { createServerPool } from "./server-pool.js";
 
 /** How a client reaches a reqlog server. */
 export interface ClientOptions {
-  /** HOST:PORT, or a URL (http://… or https://…). */
-  server: string;
+  /**
+   * HOST:PORT, or a URL (http://… or https://…); several servers as a list,
+   * or one name that resolves to several addresses: calls go to them in turn
+   * (server-pool.ts).
+   */
+  server: string | readonly string[];
   /** Bearer token sent with every call (REQLOG_TOKEN for the CLI). */
   token?: string;
   /** TLS: true for the system's roots, a CA file (PEM), or Node's TLS options (client certificates). */
@@ -72,18 +77,25 @@ function withUnaryDeadline(client: Client<typeof LogService>, service: typeof Lo
  * server with.
  */
 export function createLogServiceClient(options: ClientOptions): LogServiceClient {
-  const url = baseUrl(options.server, Boolean(options.tls));
+  const servers = typeof options.server === "string" ? [options.server] : options.server;
+  if (servers.length === 0) throw new Error("no reqlog server given: name at least one (HOST:PORT)");
   const interceptors: Interceptor[] = [...(options.interceptors ?? [])];
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
   if (Object.keys(headers).length > 0) interceptors.unshift(defaultHeaders(headers));
   const keepalive = options.keepaliveMs === undefined ? {} : { pingIntervalMs: options.keepaliveMs, pingTimeoutMs: options.keepaliveMs };
-  const sessions = new Http2SessionManager(url, keepalive, tlsOptions(options.tls));
-  const transport = createGrpcTransport({ baseUrl: url, sessionManager: sessions, interceptors });
+  const tls = tlsOptions(options.tls);
+  const pool = createServerPool(
+    servers.map((server) => baseUrl(server, Boolean(options.tls))),
+    (url, servername) => {
+      const sessions = new Http2SessionManager(url, keepalive, tls && servername !== undefined ? { servername, ...tls } : tls);
+      return { transport: createGrpcTransport({ baseUrl: url, sessionManager: sessions, interceptors }), close: () => sessions.abort() };
+    },
+  );
   const service = options.service ?? LogService;
-  const client = createClient(service, transport);
+  const client = createClient(service, pool.transport);
   if (options.timeoutMs !== undefined) withUnaryDeadline(client, service, options.timeoutMs);
-  return Object.assign(client, { close: () => sessions.abort() });
+  return Object.assign(client, { close: () => pool.close() });
 }
 
 /** The message of a failed call, for a CLI error line. */

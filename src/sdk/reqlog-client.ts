@@ -8,8 +8,13 @@ import { type BatchingLogger, type BatchingOptions, createBatchingLogger, type L
 import { type CapturedLine, encodeLines, type RecordIdentity } from "./record-encoder.js";
 
 export interface ReqlogClientOptions extends BatchingOptions {
-  /** HOST:PORT of reqlog's gRPC port, or a URL (http://…, https://…). */
-  server: string;
+  /**
+   * HOST:PORT of reqlog's gRPC port, or a URL (http://…, https://…); several
+   * servers as a list (["a:50051", "b:50051"]) or one DNS name with several
+   * addresses: streams and calls go to them in turn, and batches a server did
+   * not acknowledge are sent again to the next one.
+   */
+  server: string | readonly string[];
   /** Access token (write:logs to send; read:logs for Read, Usage, Stats, Tail). */
   token?: string;
   /** TLS: true for the system's roots, a CA file (PEM), or Node's TLS options. */

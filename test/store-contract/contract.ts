@@ -1580,6 +1580,21 @@ function describeStats(h: Harness): void {
       expect((await stats({}, { maxStatsRecords: 4 })).records).toHaveLength(4);
     });
 
+    it("refuses an open range whose stored hours hold more buckets than maxRecords before it walks them", async () => {
+      await seedStats();
+      // A request that ends in the year 3000, stored by a writer that did not bound end times (as reqlog once did).
+      const far = 32_503_680_000n * sec;
+      const log = request("far", 0n, "/api/v1/teams/9", 200, 1000n, { startTime: far - 1000n, endTime: far });
+      await h.store.write([prepareRequestLog(log, defaultLimits, "log[0]", far)], signal);
+      const days = Math.ceil((hourOf(far) + 1 - hour) / 24);
+      const err = await failure(stats({ startTime: h0 / sec, resolutionHours: 24 }, { maxStatsRecords: 1000 }));
+      expect(err.code).toBe(Code.RESOURCE_EXHAUSTED);
+      expect(err.message).toBe(statsTooLarge(1000, days).message);
+      // One bucket for the whole range still answers.
+      const whole = await stats({ startTime: h0 / sec, resolutionHours: 0 }, { maxStatsRecords: 1000 });
+      expect(whole.buckets.map((b) => b.requests)).toEqual([6]);
+    });
+
     it("always equals a recount of the finished requests written, after random writes, updates and deletions (property)", async () => {
       let run = 0;
       await fc.assert(

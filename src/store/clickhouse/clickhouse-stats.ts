@@ -1,6 +1,6 @@
 import { bucketsOf, noFigures, type StatsFigures } from "../../domain/stats-figures.js";
 import { compileRegex } from "../../query/read-plan.js";
-import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
+import { checkStatsBuckets, type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
 import type { StatsClient, StatsRecord, StatsResult, StatsRoute } from "../store.js";
 import { versionsSql } from "./plan-sql.js";
 import type { SqlClient } from "./sql-client.js";
@@ -65,6 +65,7 @@ export function createStatsReader(sql: SqlClient) {
       end ??= Number(stored!.last) + 1;
     }
     if (start >= end) return empty;
+    checkStatsBuckets(start, end, plan.resolutionHours, plan.maxRecords);
     const inRange = `app = ${app} AND hour >= ${sqlInt(start)} AND hour < ${sqlInt(end)}`;
 
     let bots: string[] = [];

@@ -3,7 +3,7 @@ import { emptyHistogram, latencyBucketCount } from "../../domain/latency-histogr
 import { statusClassCount } from "../../domain/stats-figures.js";
 import { type TopNames, topNamesOf } from "../../domain/top-names.js";
 import { compileRegex } from "../../query/read-plan.js";
-import { type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
+import { checkStatsBuckets, type StatsPlan, statsTooLarge } from "../../query/stats-plan.js";
 import type { StatsBucket, StatsFigures, StatsRecord, StatsResult } from "../store.js";
 import { addEncodedCounts, decodeHistogramCounts } from "./histogram-blob.js";
 import { createAppLookup } from "./keys.js";
@@ -283,6 +283,7 @@ export function createStatsReader(db: Database.Database) {
     const start = plan.startHour ?? stored.first;
     const end = plan.endHour ?? (stored.last === null ? null : stored.last + 1);
     if (start === null || end === null || start >= end) return empty;
+    checkStatsBuckets(start, end, plan.resolutionHours, plan.maxRecords);
 
     const versions = versionsOf(app, plan);
     const classes = plan.statusClasses && new Set(plan.statusClasses);
