@@ -7,6 +7,7 @@ import type { GroupWork, Touch } from "./group-commit.js";
 import type { RecordReader } from "./record-reader.js";
 import { createStatsReader } from "./clickhouse-stats.js";
 import { createUsageReader } from "./clickhouse-usage.js";
+import { createQueryReader } from "./query-reader.js";
 import type { createSnapshotPaging } from "./snapshot-paging.js";
 import type { SqlClient } from "./sql-client.js";
 import { bytesToText } from "./sql-literal.js";
@@ -42,6 +43,7 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
   const { sql, now, seq, batcher, records, paging, changes, listeners } = parts;
   const usage = createUsageReader(sql);
   const stats = createStatsReader(sql);
+  const queries = createQueryReader(sql, records);
   const change = <T>(work: GroupWork, signal: AbortSignal) => guarded(signal, () => batcher.run<T>(work, signal));
 
   const store: Store = {
@@ -102,6 +104,10 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
 
     stats(plan, signal) {
       return guarded(signal, () => stats(plan, signal));
+    },
+
+    query(plan, signal) {
+      return guarded(signal, () => queries.query(plan, signal));
     },
 
     changePosition(signal) {

@@ -7,7 +7,8 @@ import { packageRoot } from "../../package-root.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import type { StatsPlan } from "../../query/stats-plan.js";
 import { ReqlogError } from "../../reqlog-error.js";
-import type { ReadResult, StatsResult } from "../store.js";
+import type { QueryResult, ReadResult, StatsResult } from "../store.js";
+import type { QueryPlan } from "../../query/logsql/plan-query.js";
 import type { ReadTask, ReadTaskResult } from "./read-worker.js";
 import { unpackStats } from "./stats-result-codec.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
@@ -20,6 +21,8 @@ export interface ReadPool {
   read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
   /** Runs a Stats plan on a worker (it reads rollups only: short, so it is not stopped midway). */
   stats(plan: StatsPlan, signal: AbortSignal): Promise<StatsResult>;
+  /** Answers a query on a worker; a cancelled call's scan stops at its next budget check. */
+  query(plan: QueryPlan, signal: AbortSignal): Promise<QueryResult>;
   /** The worker threads (for tests that stop one). */
   readonly threads: readonly import("node:worker_threads").Worker[];
   close(): Promise<void>;
@@ -73,7 +76,7 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
       current ??= start();
       reply = await current.run(task);
     } catch (err) {
-      throw ReqlogError.unavailable(`a read worker stopped while it ran this ${"stats" in task ? "Stats" : "Read"}; retry`, err);
+      throw ReqlogError.unavailable(`a read worker stopped while it ran this ${"stats" in task ? "Stats" : "query" in task ? "Query" : "Read"}; retry`, err);
     }
     if ("refused" in reply) throw new ReqlogError(reply.refused.code as ReqlogError["code"], reply.refused.reason, reply.refused.message);
     // Rebuilt as a SqliteError so the store maps it as it maps its own.
@@ -84,17 +87,21 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
     return reply;
   }
 
+  /** Runs a task with a flag the worker's scan checks, set when the call is cancelled. */
+  async function cancellable(task: (cancel: Int32Array) => Promise<ReadTaskResult>, signal: AbortSignal): Promise<ReadTaskResult> {
+    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    const onAbort = () => Atomics.store(cancel, 0, 1);
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await task(cancel);
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
   return {
     async read(plan, signal) {
-      const cancel = new Int32Array(new SharedArrayBuffer(4));
-      const onAbort = () => Atomics.store(cancel, 0, 1);
-      signal.addEventListener("abort", onAbort, { once: true });
-      let reply: ReadTaskResult;
-      try {
-        reply = await run({ plan, cancel }, signal);
-      } finally {
-        signal.removeEventListener("abort", onAbort);
-      }
+      const reply = await cancellable((cancel) => run({ plan, cancel }, signal), signal);
       if (!("records" in reply) || reply.cancelled) throw ReqlogError.cancelled();
       return {
         records: reply.records.map((r) => ({ log: fromBinary(RequestLogSchema, r.bytes), cursor: r.cursor })),
@@ -102,6 +109,12 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
         lastSortTime: reply.lastSortTime,
         scanned: reply.scanned,
       };
+    },
+    async query(plan, signal) {
+      const reply = await cancellable((cancel) => run({ query: plan, cancel }, signal), signal);
+      if (!("answer" in reply)) throw new Error("a read worker answered a Query task with something else");
+      if (reply.answer.cancelled) throw ReqlogError.cancelled();
+      return reply.answer;
     },
     async stats(plan, signal) {
       const reply = await run({ stats: plan }, signal);

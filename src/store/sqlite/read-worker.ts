@@ -15,6 +15,8 @@ import type { StatsPlan } from "../../query/stats-plan.js";
 import { ReqlogError } from "../../reqlog-error.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
 import { createSqliteReader } from "./sqlite-reader.js";
+import type { QueryPlan } from "../../query/logsql/plan-query.js";
+import type { QueryOutcome } from "./query-reader.js";
 import { createStatsReader } from "./sqlite-stats.js";
 import { type PackedStats, packStats } from "./stats-result-codec.js";
 
@@ -24,7 +26,11 @@ export type ReadTask =
       /** Set to 1 by the main thread when the call is cancelled. */
       cancel: Int32Array;
     }
-  | { stats: StatsPlan };
+  | { stats: StatsPlan }
+  | {
+      query: QueryPlan;
+      cancel: Int32Array;
+    };
 
 export type ReadTaskResult =
   | {
@@ -35,6 +41,7 @@ export type ReadTaskResult =
       cancelled?: boolean;
     }
   | { stats: PackedStats }
+  | { answer: QueryOutcome }
   | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
   | { error: { message: string; code?: string } };
 
@@ -51,6 +58,7 @@ const stats = createStatsReader(db);
 export default function read(task: ReadTask): ReadTaskResult {
   try {
     if ("stats" in task) return { stats: packStats(stats(task.stats)) };
+    if ("query" in task) return { answer: reader.query(task.query, task.cancel) };
     const result = reader.read(task.plan, task.cancel);
     return {
       records: result.records.map((r) => ({ bytes: toBinary(RequestLogSchema, r.log), cursor: r.cursor })),
