@@ -82,6 +82,23 @@ export function describeQueries(h: QueryHarness, runs: number): void {
       );
     });
 
+    it("answers many random queries over one random traffic as the reference evaluator does", async () => {
+      // One traffic (written in a few batches, so that requests are rewritten), then queries alone: cheap to ask many.
+      const batches = fc.sample(fc.array(trafficRecord, { minLength: 30, maxLength: 40 }), { numRuns: 4, seed: 29 });
+      for (const batch of batches) await h.write(...batch.map((log) => Object.assign(clone(RequestLogSchema, log), { appId: "many" })));
+      const stored = await h.store.getRequests("many", Array.from({ length: 40 }, (_, i) => rid(`q${i}`)), signal);
+      await fc.assert(
+        fc.asyncProperty(queryText, async (text) => {
+          const p = plan("many", text);
+          const want = referenceQuery(stored, text, queryNow);
+          const got = await h.store.query(rowPlan(p), signal);
+          expect({ text, total: got.total, cut: got.cut }).toEqual({ text, total: undefined, cut: false });
+          expectRows(p, got.rows, want.rows);
+        }),
+        { numRuns: runs * 8 },
+      );
+    });
+
     it("answers from the newest requests within the scan budget, and says how many the range holds", async () => {
       await h.write(...Array.from({ length: 300 }, (_, i) => minimalLog({ requestId: rid(`b${i}`), endTime: t0 + BigInt(i) * 1000n })));
       const p = plan("forge", "* | fields request_id", { readScanRows: 50 });

@@ -303,8 +303,9 @@ export function nearestRank(values: number[], phi: number): number | null {
 
 const isEmpty = (v: Value) => v === null || v === "";
 
-function groupLimit(limits: PipelineLimits, groups: number) {
-  return exceeded(limits, "maxQueryGroups", `more than ${groups}`, "number of groups", "group by fewer or coarser fields, or narrow the filter");
+/** The refusal of a stats or top pipe with more than max-query-groups groups. */
+export function tooManyGroups(limits: Pick<PipelineLimits, "maxQueryGroups">) {
+  return exceeded(limits, "maxQueryGroups", `more than ${limits.maxQueryGroups}`, "number of groups", "group by fewer or coarser fields, or narrow the filter");
 }
 
 function statsStage(by: ByField[], funcs: StatsFunc[], next: Stage, _typeOf: TypeOf, limits: PipelineLimits): Stage {
@@ -315,7 +316,7 @@ function statsStage(by: ByField[], funcs: StatsFunc[], next: Stage, _typeOf: Typ
       const id = by.length === 0 ? "" : JSON.stringify(key);
       let group = groups.get(id);
       if (!group) {
-        if (groups.size >= limits.maxQueryGroups) throw groupLimit(limits, limits.maxQueryGroups);
+        if (groups.size >= limits.maxQueryGroups) throw tooManyGroups(limits);
         groups.set(id, (group = { key, aggregates: funcs.map(aggregateOf) }));
       }
       for (const a of group.aggregates) a.add(row);
@@ -351,7 +352,7 @@ function topStage(pipe: Extract<Pipe, { kind: "top" }>, next: Stage, limits: Pip
       const id = JSON.stringify(key);
       let entry = counts.get(id);
       if (!entry) {
-        if (counts.size >= limits.maxQueryGroups) throw groupLimit(limits, limits.maxQueryGroups);
+        if (counts.size >= limits.maxQueryGroups) throw tooManyGroups(limits);
         counts.set(id, (entry = { key, hits: 0 }));
       }
       entry.hits++;

@@ -1,0 +1,20 @@
+import { createClient } from "@clickhouse/client";
+import { it } from "vitest";
+import { startClickHouse } from "../helpers/clickhouse-server.js";
+it("probe", async () => {
+  const server = await startClickHouse({ name: "probe-", inMemory: true });
+  const ch = createClient({ url: server.url });
+  const q = async (sql: string) => { try { const r = await ch.query({ query: sql, format: "JSONEachRow" }); console.log(sql, "=>", JSON.stringify(await r.json())); } catch (e) { console.log(sql, "ERR", String(e).slice(0,200)); } };
+  await q("SELECT version() v");
+  await q("SELECT match('éa b', '(?-s:(^|[^\\\\pL\\\\p{Nd}_])a($|[^\\\\pL\\\\p{Nd}_]))') m1, match('-a b', '(?-s:(^|[^\\\\pL\\\\p{Nd}_])a($|[^\\\\pL\\\\p{Nd}_]))') m2, match('1a', '(^|[^\\\\pL\\\\p{Nd}_])a') m3");
+  await q("SELECT startsWith('abc','ab') s");
+  await q("SELECT positionCaseInsensitiveUTF8('ABC','b') p");
+  await q("SELECT floor(7 / 2) f, intDiv(-7, 2) d");
+  await q("SELECT arrayElement(arraySort(groupArray(number)), toUInt64(greatest(1, ceil(0.5 * count())))) q FROM numbers(4)");
+  await q("SELECT uniqExactIf(number, number > 1) u, countIf(number > 1) c FROM numbers(5)");
+  await q("SELECT toString(toFloat64(0.1)) a, toString(-5) b, toString(toInt64(1795000000000000)) c");
+  await q("SELECT lowerUTF8('ÀB') l");
+  await q("SELECT sum(number) s, count() c FROM numbers(0)");
+  await q("SELECT visitParamExtractString('{\"nickname\":\"bo\"}', 'nickname') n");
+  await server.stop();
+}, 120000);
