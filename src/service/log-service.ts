@@ -4,6 +4,8 @@ import type { Access, Authorizer } from "../auth/authorizer.js";
 import type { Limits } from "../limits.js";
 import type { StatusStore, Store } from "../store/store.js";
 import type { BidiStreamHandler, ServerStreamHandler, UnaryHandler } from "./call-context.js";
+import type { AlertSource } from "../domain/app-alert.js";
+import { createAlertsHandler } from "./alerts.js";
 import { createFlushHandler } from "./flush.js";
 import { createIngestHandler } from "./ingest.js";
 import { createListStatusHandler } from "./list-status.js";
@@ -59,6 +61,7 @@ export const methodAccess: Record<MethodName, Access> = {
   tail: "read",
   stats: "read",
   query: "read",
+  alerts: "read",
 };
 
 /** OTLP's LogsService (opentelemetry.proto.collector.logs.v1), served beside the LogService. */
@@ -79,6 +82,8 @@ export interface ServiceDeps {
   prepare?: PreparePool;
   /** What relative query times (`_time:1h`) count back from; the system clock unless a test sets it. */
   clock?: Clock;
+  /** Where the Alerts RPC reads an app's alerts (serve --alertmanager-url); without it Alerts is UNIMPLEMENTED. */
+  alerts?: AlertSource;
 }
 
 /** ServiceDeps with what the service derives from them once, for every handler. */
@@ -121,6 +126,7 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
       ingest: createIngestHandler(deps),
       stats: createStatsHandler(deps),
       query: createQueryHandler(deps),
+      alerts: createAlertsHandler(deps),
     },
     otlp: { export: createOtlpExportHandler(deps, deps.otlp ?? defaultOtlpMapping) },
     auth: deps.auth,
