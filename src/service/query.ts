@@ -67,7 +67,7 @@ export function createQueryHandler({ store, limits, clock = systemClock }: Servi
     for (let i = 0; i === 0 || i < rows.length; i += rowsPerMessage) {
       const last = i + rowsPerMessage >= rows.length;
       yield create(QueryResponseSchema, {
-        column: i === 0 ? columns.map((c) => ({ name: c.name, type: c.type })) : [],
+        column: i === 0 ? columns.map((c) => ({ name: c.name, type: c.type, ...(c.group ? { group: true } : {}) })) : [],
         row: rows.slice(i, i + rowsPerMessage).map((r) => ({ value: r.map((v, k) => wireValue(v, columns[k]!.type)) })),
         ...(last ? { summary } : {}),
       });

@@ -100,8 +100,8 @@ describe("parseQuery: pipes", () => {
       },
     ]);
     expect(q.columns).toEqual([
-      { name: "_time", type: "time" },
-      { name: "route", type: "text" },
+      { name: "_time", type: "time", group: true },
+      { name: "route", type: "text", group: true },
       { name: "n", type: "int" },
       { name: "p99", type: "duration" },
       { name: "avg(response_size)", type: "float" },
@@ -115,9 +115,9 @@ describe("parseQuery: pipes", () => {
       { kind: "sort", by: [{ field: "n", desc: true }, { field: "ip", desc: false }], limit: 5 },
       { kind: "fields", fields: ["ip"] },
     ]);
-    expect(q.columns).toEqual([{ name: "ip", type: "text" }]);
+    expect(q.columns).toEqual([{ name: "ip", type: "text", group: true }]);
     expect(parseQuery("* | top 3 by (user_agent)", now).columns).toEqual([
-      { name: "user_agent", type: "text" },
+      { name: "user_agent", type: "text", group: true },
       { name: "hits", type: "int" },
     ]);
     expect(parseQuery("error | head", now).pipes).toEqual([{ kind: "limit", n: 10 }]);

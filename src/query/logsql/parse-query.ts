@@ -564,7 +564,7 @@ class Parser {
       });
     }
     const funcs: StatsFunc[] = [];
-    const columns: Column[] = by.map((b) => ({ name: b.field, type: this.schema.get(b.field)! }));
+    const columns: Column[] = by.map((b) => ({ name: b.field, type: this.schema.get(b.field)!, group: true }));
     for (;;) {
       const f = this.statsFunc();
       if (columns.some((c) => c.name === f.func.name)) this.fail(`the result '${f.func.name}' is named twice`, f.at);
@@ -661,7 +661,8 @@ class Parser {
     this.next();
     const names = this.names("fields");
     if (names.length === 0) this.fail("fields needs at least one field");
-    const columns = names.map((n) => ({ name: n.name, type: this.resolve(n.name, n.at) }));
+    const before = new Map(this.columns.map((c) => [c.name, c]));
+    const columns = names.map((n) => ({ name: n.name, type: this.resolve(n.name, n.at), ...(before.get(n.name)?.group ? { group: true } : {}) }));
     this.setColumns(columns);
     return { kind: "fields", fields: names.map((n) => n.name) };
   }
@@ -687,7 +688,7 @@ class Parser {
       this.expect("as", "'as' after hits");
       hitsName = this.compoundToken("a name for hits").text;
     }
-    const columns: Column[] = by.map((b) => ({ name: b, type: this.schema.get(b)! }));
+    const columns: Column[] = by.map((b) => ({ name: b, type: this.schema.get(b)!, group: true }));
     columns.push({ name: hitsName, type: "int" });
     this.setColumns(columns);
     return { kind: "top", n, by, hitsName };

@@ -75,6 +75,8 @@ export type Pipe =
 export interface Column {
   name: string;
   type: FieldType;
+  /** A group of a stats or top pipe (one of its `by` fields), as opposed to a value. */
+  group?: boolean;
 }
 
 export interface Query {
