@@ -48,6 +48,12 @@ export const limitSpecs = {
     code: "INVALID_ARGUMENT",
     description: "bytes of a Read's combined_log_regex or host_regex",
   },
+  maxRegexCost: {
+    default: 10_000,
+    code: "INVALID_ARGUMENT",
+    description:
+      "compile cost of a Read's or Stats' pattern: each character 1, a class 4, a Unicode class (\\pL) 1000, repetitions counted out",
+  },
   readScanRows: {
     default: 200_000,
     code: "INVALID_ARGUMENT",

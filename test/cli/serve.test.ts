@@ -140,6 +140,10 @@ const probes: Record<LimitName, Probe> = {
     value: 3,
     check: (client) => expectOver(client.read({ appId: "forge", combinedLogRegex: "abcd" }), "maxRegexBytes", 3),
   },
+  maxRegexCost: {
+    value: 100,
+    check: (client) => expectOver(client.read({ appId: "forge", combinedLogRegex: "a{200}" }), "maxRegexCost", 100),
+  },
   readScanRows: {
     value: 5,
     async check(client) {
