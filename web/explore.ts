@@ -1,4 +1,6 @@
-import type { QueryColumn, QueryResponse, QuerySummary, QueryValue } from "../gen/reqlog/v1/log_service_pb.js";
+import type { QueryColumn, QueryResponse, QuerySummary } from "../gen/reqlog/v1/log_service_pb.js";
+import { answerValue } from "../src/client/query-answer.js";
+import { formatTime } from "../src/query/logsql/query-values.js";
 import { describeError, isCancel } from "./api.js";
 import { renderChart, palette } from "./charts.js";
 import { emptyNote, fill, h, loadingNote, problemNote, setState } from "./dom.js";
@@ -20,31 +22,11 @@ const examples = [
   "* | top 10 by (user_agent)",
 ];
 
-function cellOf(v: QueryValue): Cell {
-  switch (v.kind.case) {
-    case "text":
-      return v.kind.value;
-    case "int":
-      return Number(v.kind.value);
-    case "float":
-      return v.kind.value;
-    default:
-      return null;
-  }
-}
-
-/** µs since the epoch as RFC 3339, as LogsQL prints `_time`. */
-function rfc3339(us: number): string {
-  const iso = new Date(Math.floor(us / 1000)).toISOString();
-  const fraction = `${iso.slice(20, 23)}${String(us % 1000).padStart(3, "0")}`.replace(/0+$/, "");
-  return `${iso.slice(0, 19)}${fraction ? `.${fraction}` : ""}Z`;
-}
-
 const numeric = (c: QueryColumn) => c.type === "int" || c.type === "float" || c.type === "duration";
 
 function shown(value: Cell, column: QueryColumn): string {
   if (value === null) return "";
-  if (column.type === "time" && typeof value === "number") return rfc3339(value);
+  if (column.type === "time" && typeof value === "number") return formatTime(value);
   if (typeof value === "number" && column.type === "float") return Number.isInteger(value) ? String(value) : value.toFixed(3);
   return String(value);
 }
@@ -196,7 +178,7 @@ export const mountExplore: ViewMount = (root, ctx) => {
     try {
       for await (const message of ctx.api.query({ appId: app, query }, { signal: mine.signal }) as AsyncIterable<QueryResponse>) {
         if (message.column.length > 0) answer.columns = message.column;
-        for (const row of message.row) answer.rows.push(row.value.map(cellOf));
+        for (const row of message.row) answer.rows.push(row.value.map(answerValue));
         if (message.summary) answer.summary = message.summary;
       }
     } catch (err) {

@@ -364,16 +364,19 @@ class Parser {
     return n;
   }
 
+  /** `>` or `<`, and an `=` right after it: which way, and whether the bound is in. */
+  private comparison(): { greater: boolean; inclusive: boolean } {
+    const greater = this.is(">");
+    this.next();
+    const inclusive = this.is("=") && !this.tok.spaceBefore;
+    if (inclusive) this.next();
+    return { greater, inclusive };
+  }
+
   /** `f:>X`, `f:>=X`, `f:<X`, `f:<=X`: a number range on number fields, a text range on the others. */
   private compare(field: string): Filter {
     const type = this.resolve(field, this.tok.at);
-    const greater = this.is(">");
-    this.next();
-    let inclusive = false;
-    if (this.is("=") && !this.tok.spaceBefore) {
-      inclusive = true;
-      this.next();
-    }
+    const { greater, inclusive } = this.comparison();
     if (isNumeric(type)) {
       if (type === "time") {
         const { text, at } = this.compoundToken("a time");
@@ -408,13 +411,7 @@ class Parser {
       this.next();
       f = { min: minInclusive ? lo.start : lo.end + 1, max: maxInclusive ? hi.end : hi.start - 1 };
     } else if (this.is(">", "<")) {
-      const greater = this.is(">");
-      this.next();
-      let inclusive = false;
-      if (this.is("=") && !this.tok.spaceBefore) {
-        inclusive = true;
-        this.next();
-      }
+      const { greater, inclusive } = this.comparison();
       const { text, at } = this.compoundToken("a time or a duration");
       const d = startsWithYear(text) || /^now/i.test(text) ? undefined : parseDuration(text);
       if (d !== undefined) {

@@ -95,7 +95,8 @@ export function filterSql(f: Filter): FilterSql {
     case "time":
       return { sql: [f.min !== -Infinity ? `sort_time >= ${sqlInt(f.min)}` : "", f.max !== Infinity ? `sort_time <= ${sqlInt(f.max)}` : ""].filter(Boolean).join(" AND ") || "1", exact: true };
     case "range": {
-      const e = fieldSql[f.field];
+      // `level`'s column, not its nullable expression: NOT of a NULL comparison would leave the row out.
+      const e = f.field === "level" ? "max_level" : fieldSql[f.field];
       if (e === undefined || !isNumeric(typeOf(f.field))) return yes;
       const parts: string[] = [];
       if (f.min !== -Infinity) parts.push(`${e} ${f.minInclusive ? ">=" : ">"} ${numberSql(f.min)}`);
