@@ -20,6 +20,7 @@ import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { openAlternating } from "./alternating-backend.js";
 import { describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse may first install it (apt-get): minutes on a fresh machine. Every
@@ -44,6 +45,17 @@ describeStoreContract("ClickHouse (one node)", async (now) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   return reopenable(
     () => openClickHouseBackend({ url: server.url, database, now }),
+    async () => {
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    },
+  );
+});
+
+// Two servers on one database (two backends, as two `reqlog serve` would be), every call alternating.
+describeStoreContract("ClickHouse (one node, two servers)", async (now) => {
+  const database = `reqlog_contract_${process.pid}_${++databases}`;
+  return reopenable(
+    () => openAlternating(() => openClickHouseBackend({ url: server.url, database, now })),
     async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
