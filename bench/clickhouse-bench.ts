@@ -2,7 +2,9 @@
  * reqlog against its peers on the same machine in one run, ClickHouse and
  * DuckDB: the same seeded forge requests written by each (reqlog's Write RPC
  * vs ClickHouse inserts, same batch sizes and calls in flight; DuckDB's
- * appender in this process), then the same questions asked of all three:
+ * appender in this process; and raw better-sqlite3 inserts of the same rows
+ * with reqlog's indexes and `synchronous`, in this process, as the floor of
+ * a SQLite store), then the same questions asked of all three:
  * first page and page 1000 of a one-day window, a selective regex and one no
  * index can narrow, hourly usage, and disk bytes per request (with reqlog's
  * per-table breakdown).
@@ -30,6 +32,7 @@ import {
   clickhouseTarget,
   type Figure,
   printTable,
+  rawSqliteTarget,
   recordColumns,
   reqlogOffsetAt,
   reqlogTarget,
@@ -38,9 +41,9 @@ import {
   timedRuns,
   type WriteTarget,
   walkTo,
-  writeEach,
+  writeEachMeasured,
 } from "./harness/peer-compare.js";
-import { benchStart } from "./load.js";
+import { benchDbPath, benchStart } from "./load.js";
 import { selectivePattern, trafficApps, unindexablePattern } from "./search-patterns.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
@@ -69,7 +72,7 @@ async function main() {
   });
   const duckFolder = mkdtempSync(join(tmpdir(), "reqlog-bench-duckdb-"));
   const duck: DuckDbPeer = await openDuckDbPeer(duckFolder);
-  const peers = { clickhouse: ch ? `ClickHouse ${ch.version}` : "ClickHouse", duckdb: `DuckDB ${duck.version}` };
+  const peers = { clickhouse: ch ? `ClickHouse ${ch.version}` : "ClickHouse", duckdb: `DuckDB ${duck.version}`, sqlite: "raw better-sqlite3" };
   if (ch) console.log(`ClickHouse ${ch.version} serving on loopback (data in ${ch.dataPath})`);
   console.log(`DuckDB ${duck.version} in this process (file in ${duckFolder})`);
   const figures: Figure[] = [];
@@ -80,31 +83,44 @@ async function main() {
   // Write: the same records, the same batches and calls in flight.
   let duckWrite = 0;
   for (const [batchSize, concurrency, total, seed, goal] of [
-    [1000, 4, n, 42, 1.0],
-    [100, 4, Math.min(n, 200_000), 43, 1.5],
+    [1000, 4, n, 42, 1.5],
+    [100, 4, Math.min(n, 200_000), 43, 3],
     // App servers flushing every few requests: the small inserts ClickHouse advises against.
-    [10, 8, Math.min(n, 50_000), 44, 1.5],
+    [10, 8, Math.min(n, 50_000), 44, 3],
   ] as const) {
     const label = `Write, ${batchSize} records a call, ${concurrency} in flight, ${total.toLocaleString()} records (records/s)`;
     // The main data set (seed 42) is what the reads below ask about; the small-batch runs go elsewhere.
     const side = seed === 42 ? undefined : await serveReqlog(`batches-of-${batchSize}`);
-    const targets: WriteTarget<unknown>[] = [reqlogTarget((side ?? server).address) as WriteTarget<unknown>];
+    const reqlogServer = side ?? server;
+    const raw = rawSqliteTarget(benchDbPath(`raw-sqlite-${batchSize}`), "normal");
+    const targets: WriteTarget<unknown>[] = [reqlogTarget(reqlogServer.address, reqlogServer) as WriteTarget<unknown>, raw as WriteTarget<unknown>];
     if (ch) {
       const table = seed === 42 ? "requests" : `requests_batches_of_${batchSize}`;
       if (seed !== 42) await ch.client.command({ query: clickhouseTable(table) });
       targets.push(clickhouseTarget(ch.client, table) as WriteTarget<unknown>);
     }
-    console.log(`${label}: reqlog and ClickHouse in turn …`);
+    console.log(`${label}: reqlog, raw better-sqlite3 and ClickHouse in turn …`);
     const duckChunks: RequestLog[][] = [];
-    const [rate, peer] = (await writeEach(targets, total, batchSize, concurrency, seed, async (records) => {
+    const [ours, rawSqlite, peer] = await writeEachMeasured(targets, total, batchSize, concurrency, seed, async (records) => {
       if (seed === 42) duckChunks.push(records);
-    })) as [number, number | undefined];
+    });
     if (side) await stopReqlog(side);
     if (seed === 42) duckWrite = await duck.load(duckChunks.flat(), 1000);
-    console.log(`  reqlog ${Math.round(rate).toLocaleString()} records/s, ClickHouse ${peer ? Math.round(peer).toLocaleString() : "skipped"}`);
+    const rate = ours!.rate;
+    console.log(
+      `  reqlog ${Math.round(rate).toLocaleString()} records/s (server CPU ${ours!.cpuPerRecord!.toFixed(1)} µs a record), ` +
+        `raw better-sqlite3 ${Math.round(rawSqlite!.rate).toLocaleString()} (${rawSqlite!.cpuPerRecord!.toFixed(1)} µs), ` +
+        `ClickHouse ${peer ? Math.round(peer.rate).toLocaleString() : "skipped"}`,
+    );
     figures.push({
-      label, values: [rate, peer, seed === 42 ? duckWrite : undefined], unit: "",
-      goal: `≥ ${goal.toFixed(1)}× ClickHouse`, met: peer === undefined ? undefined : rate >= goal * peer,
+      label, values: [rate, peer?.rate, seed === 42 ? duckWrite : undefined, rawSqlite!.rate], unit: "",
+      goal: `≥ ${goal.toFixed(1)}× ClickHouse${seed === 42 ? ", ≥ 0.5× raw better-sqlite3" : ""}`,
+      met: peer === undefined ? undefined : rate >= goal * peer.rate && (seed !== 42 || rate >= 0.5 * rawSqlite!.rate),
+    });
+    figures.push({
+      label: `  server CPU per stored record at ${batchSize} a call (µs; process CPU ÷ records)`,
+      values: [ours!.cpuPerRecord, undefined, undefined, rawSqlite!.cpuPerRecord], unit: "",
+      goal: seed === 42 ? "≤ 8 µs" : undefined, met: seed === 42 ? ours!.cpuPerRecord! <= 8 : undefined,
     });
   }
 
@@ -243,7 +259,7 @@ async function main() {
     goal: "≤ 1.5× ClickHouse", met: chBytes === undefined ? undefined : oursBytes <= 1.5 * chBytes,
   });
 
-  printTable(figures, ["reqlog", peers.clickhouse, peers.duckdb]);
+  printTable(figures, ["reqlog", peers.clickhouse, peers.duckdb, peers.sqlite]);
   storageBreakdown(dbPath, n);
 }
 

@@ -11,10 +11,11 @@
  *   npm run build && node dist/bench/clickhouse-write-profile.js [requests [other build's dist/src/main.js]]
  * (default 100000 requests; another build runs as a third side, into a database of its own).
  */
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startClickHouse } from "../test/helpers/clickhouse-server.js";
+import { readCpuProfile, summarizeProfile } from "./harness/cpu-profile.js";
 import {
   chRows,
   clickhouseMerged,
@@ -29,42 +30,6 @@ import {
 
 const n = Number(process.argv[2] ?? 100_000);
 const baseScript = process.argv[3];
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-interface CpuProfile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** Self time by function and by file of a .cpuprofile, in shares of the whole. */
-function summarize(profile: CpuProfile): void {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const self = new Map<number, number>();
-  profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
-  const byFunction = new Map<string, number>();
-  const byFile = new Map<string, number>();
-  for (const [id, us] of self) {
-    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
-    const file = url.replace(/^.*\/(dist|node_modules)\//, "$1/") || "(native)";
-    const fn = `${functionName || "(anonymous)"} ${file}:${lineNumber + 1}`;
-    byFunction.set(fn, (byFunction.get(fn) ?? 0) + us);
-    const group = file.startsWith("node_modules/") ? file.split("/").slice(0, 3).join("/") : file;
-    byFile.set(group, (byFile.get(group) ?? 0) + us);
-  }
-  const top = (map: Map<string, number>, count: number) =>
-    [...map].sort((a, b) => b[1] - a[1]).slice(0, count)
-      .map(([name, us]) => `  ${((100 * us) / total).toFixed(1).padStart(5)}%  ${(us / 1000).toFixed(0).padStart(7)} ms  ${name}`)
-      .join("\n");
-  console.log(`\nreqlog serve's CPU profile: ${(total / 1e6).toFixed(1)} s sampled`);
-  console.log(`by file (self time):\n${top(byFile, 15)}`);
-  console.log(`by function (self time):\n${top(byFunction, 25)}`);
-}
 
 async function main() {
   const ch = await startClickHouse({
@@ -123,7 +88,7 @@ async function main() {
   for (const side of sides) {
     const file = readdirSync(side.dir).find((f) => f.endsWith(".cpuprofile"));
     console.log(`\n${side.database}: profile ${side.dir}/${file ?? "(none written)"}`);
-    if (file) summarize(JSON.parse(readFileSync(join(side.dir, file), "utf8")) as CpuProfile);
+    if (file) console.log(summarizeProfile(readCpuProfile(join(side.dir, file)), n));
   }
   await ch.stop();
 }

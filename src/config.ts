@@ -2,6 +2,7 @@ import ms from "ms";
 import { defaultLimits, type Limits } from "./limits.js";
 import type { SyncMode } from "./store/sqlite/open-database.js";
 import type { OtlpMapping } from "./ingest/otlp-log-records.js";
+import type { AppMetricsOptions } from "./metrics/metrics.js";
 
 /** Everything `reqlog serve` is configured with; flags and REQLOG_* variables fill it. */
 export interface ServeConfig {
@@ -13,6 +14,12 @@ export interface ServeConfig {
   httpListen: string | undefined;
   /** Serve /metrics on the HTTP port. */
   metrics: boolean;
+  /** The request metrics and log-based metrics on /metrics (docs/alerting.md). */
+  appMetrics: AppMetricsOptions;
+  /** Alertmanager's URL, whose alerts the dashboard shows (undefined: none). */
+  alertmanagerUrl: string | undefined;
+  /** How often Alertmanager's alerts are read in the background (ms). */
+  alertmanagerPollMs: number;
   db: string;
   sync: SyncMode;
   shutdownTimeoutMs: number;
@@ -67,7 +74,27 @@ export const serveDefaults = {
   // Measured slower on two cores (docs/benchmarks.md): the main thread is not the one waiting on decoding.
   prepareWorkers: 0,
   retention: "0",
+  alertmanagerPoll: "15s",
 };
+
+/** A comma-separated list of app ids ("" or blanks between commas are refused). */
+export function parseAppList(text: string, what: string): string[] {
+  const apps = text.split(",").map((a) => a.trim());
+  if (apps.some((a) => a === "")) throw new Error(`${what}: "${text}" is not a comma-separated list of app ids`);
+  return apps;
+}
+
+/** An http(s) URL (Alertmanager's). */
+export function parseHttpUrl(text: string, what: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`${what}: "${text}" is not a URL (e.g. http://127.0.0.1:9093)`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error(`${what}: "${text}" is not an http or https URL`);
+  return text;
+}
 
 /** A duration such as 500ms, 10s, 5m, 2h or 7d, in milliseconds ("0" is zero). */
 export function parseDuration(text: string, what: string): number {

@@ -33,6 +33,11 @@ export const limitSpecs = {
     code: "RESOURCE_EXHAUSTED",
     description: "bytes of one app log line's message",
   },
+  maxFutureSeconds: {
+    default: 24 * 60 * 60,
+    code: "INVALID_ARGUMENT",
+    description: "seconds a written start or end time, or an app line's time, may lie ahead of the server's clock",
+  },
   maxStatusBytes: {
     default: 4096,
     code: "INVALID_ARGUMENT",
@@ -42,6 +47,12 @@ export const limitSpecs = {
     default: 1024,
     code: "INVALID_ARGUMENT",
     description: "bytes of a Read's combined_log_regex or host_regex",
+  },
+  maxRegexCost: {
+    default: 10_000,
+    code: "INVALID_ARGUMENT",
+    description:
+      "compile cost of a Read's or Stats' pattern: each character 1, a class 4, a Unicode class (\\pL) 1000, repetitions counted out",
   },
   readScanRows: {
     default: 200_000,

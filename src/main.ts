@@ -11,7 +11,18 @@ import { type ImportOptions, importCommand } from "./cli/import.js";
 import { type ShipOptions, shipCommand } from "./cli/ship.js";
 import { defaultOtlpMapping } from "./ingest/otlp-log-records.js";
 import { type UsageOptions, usageCommand } from "./cli/usage.js";
-import { parseCount, parseDuration, parseHttpListen, parseListen, parsePositiveInt, serveDefaults } from "./config.js";
+import {
+  parseAppList,
+  parseCount,
+  parseDuration,
+  parseHttpListen,
+  parseHttpUrl,
+  parseListen,
+  parsePositiveInt,
+  serveDefaults,
+} from "./config.js";
+import { loadLogMetrics } from "./metrics/log-metrics-file.js";
+import { defaultMaxSeriesPerApp } from "./metrics/metrics.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
 import type { StoreChoice } from "./cli/open-backend.js";
@@ -116,6 +127,61 @@ const serveCommand = program
   )
   .addOption(new Option("--no-metrics", "do not serve /metrics on the HTTP port").env("REQLOG_NO_METRICS"))
   .addOption(
+    valueOption(
+      "--metrics-max-series-per-app <n>",
+      "series of one app per metric family with a route of their own; later routes count as http_route=\"other\"",
+      "REQLOG_METRICS_MAX_SERIES_PER_APP",
+      parsePositiveInt,
+      defaultMaxSeriesPerApp,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--request-metrics-apps <apps>",
+      "only these apps (comma-separated) get request metrics on /metrics (default: every app)",
+      "REQLOG_REQUEST_METRICS_APPS",
+      parseAppList,
+      undefined,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--request-metrics-skip-apps <apps>",
+      "these apps (comma-separated) get no request metrics",
+      "REQLOG_REQUEST_METRICS_SKIP_APPS",
+      parseAppList,
+      undefined,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--log-metrics <file>",
+      "counters of requests or app lines matching filters, on /metrics (JSON; docs/alerting.md); refused at start if invalid",
+      "REQLOG_LOG_METRICS",
+      (file: string) => file,
+      undefined,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--alertmanager-url <url>",
+      "Alertmanager whose alerts for an app the dashboard shows (read by reqlog: same origin, same tokens)",
+      "REQLOG_ALERTMANAGER_URL",
+      parseHttpUrl,
+      undefined,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--alertmanager-poll-interval <duration>",
+      "how often Alertmanager's alerts are read, to know when they fired and ended while no one looks",
+      "REQLOG_ALERTMANAGER_POLL_INTERVAL",
+      parseDuration,
+      parseDuration(serveDefaults.alertmanagerPoll, "--alertmanager-poll-interval"),
+      serveDefaults.alertmanagerPoll,
+    ),
+  )
+  .addOption(
     new Option("--sync <mode>", "full: acknowledged writes survive power loss; normal: a process crash")
       .choices(["full", "normal"])
       .env("REQLOG_SYNC")
@@ -200,6 +266,14 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     listen: opts.listen as string,
     httpListen: opts.httpListen === "off" ? undefined : (opts.httpListen as string),
     metrics: opts.metrics !== false,
+    appMetrics: {
+      maxSeriesPerApp: opts.metricsMaxSeriesPerApp as number,
+      apps: opts.requestMetricsApps as string[] | undefined,
+      skipApps: opts.requestMetricsSkipApps as string[] | undefined,
+      logMetrics: opts.logMetrics === undefined ? undefined : loadLogMetrics(opts.logMetrics as string),
+    },
+    alertmanagerUrl: opts.alertmanagerUrl as string | undefined,
+    alertmanagerPollMs: opts.alertmanagerPollInterval as number,
     sync: opts.sync as "full" | "normal",
     shutdownTimeoutMs: opts.shutdownTimeout as number,
     logLevel: opts.logLevel as string,

@@ -6,7 +6,8 @@ import { type RunningServer, startServer } from "./grpc/server.js";
 import { connectRoutes } from "./http/connect-service.js";
 import { type PageHandler, type RunningHttpServer, startHttpServer } from "./http/http-server.js";
 import type { Limits } from "./limits.js";
-import { createMetrics, type ReqlogMetrics } from "./metrics/metrics.js";
+import { type AlertmanagerAlerts, createAlertmanagerAlerts } from "./alerts/alertmanager-alerts.js";
+import { type AppMetricsOptions, createMetrics, type ReqlogMetrics } from "./metrics/metrics.js";
 import { otlpHttpPage } from "./http/otlp-http.js";
 import type { OtlpMapping } from "./ingest/otlp-log-records.js";
 import { noObserver } from "./service/call-outcome.js";
@@ -21,6 +22,10 @@ export interface ReqlogServerOptions {
   httpListen?: string;
   /** Serve /metrics on the HTTP port (default true). */
   metrics?: boolean;
+  /** The request metrics and log-based metrics on /metrics (default: every app, the default cap, no log-based metrics). */
+  appMetrics?: AppMetricsOptions;
+  /** Alertmanager, whose alerts the Alerts RPC (and so the dashboard) shows; none when unset. */
+  alertmanager?: { url: string; pollIntervalMs: number };
   /** Pages served on the HTTP port besides the RPCs and /metrics (the dashboard). */
   pages?: PageHandler[];
   limits: Limits;
@@ -63,13 +68,15 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
   let tails = () => 0;
   const metrics =
     options.httpListen !== undefined && options.metrics !== false
-      ? createMetrics({ openTails: () => tails(), storageBytes: backend.storageBytes?.bind(backend) })
+      ? createMetrics({ openTails: () => tails(), storageBytes: backend.storageBytes?.bind(backend) }, options.appMetrics, logger)
       : undefined;
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const prepareWorkers = options.prepareWorkers ?? 0;
   const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits) : undefined;
-  const service = createLogService({ store, statuses: backend.statuses, limits, auth, otlp: options.otlp, prepare });
+  const alerts: AlertmanagerAlerts | undefined =
+    options.alertmanager && createAlertmanagerAlerts({ ...options.alertmanager, logger });
+  const service = createLogService({ store, statuses: backend.statuses, limits, auth, otlp: options.otlp, prepare, alerts });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {
@@ -85,7 +92,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     if (metrics) {
       pages.push(async (request, response) => {
         if (request.url !== "/metrics") return false;
-        const text = await metrics.registry.metrics();
+        const text = await metrics.scrape();
         response.writeHead(200, { "content-type": metrics.registry.contentType });
         response.end(text);
         return true;
@@ -102,6 +109,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       logger,
     }).catch(async (err: unknown) => {
       await grpc.shutdown();
+      alerts?.close();
       throw err;
     });
   }
@@ -113,6 +121,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     prepare,
     async shutdown() {
       await Promise.all([grpc.shutdown(), http?.close(options.shutdownTimeoutMs)]);
+      alerts?.close();
       await prepare?.close();
     },
   };

@@ -21,6 +21,30 @@ export interface ChartSpec {
   bucketHours: number;
   /** A log scale (latencies, whose percentiles lie orders of magnitude apart). */
   log?: boolean;
+  /** Spans to shade behind the lines (seconds since the epoch): when alerts fired. */
+  bands?: readonly { from: number; to: number }[];
+}
+
+/** The shade of an alert's span: the error red, faint enough to read the lines through. */
+const bandFill = "rgba(217, 68, 58, 0.13)";
+const bandEdge = "rgba(217, 68, 58, 0.55)";
+
+/** Shades each band over the plot's height, behind the series; a band of a few seconds still shows as a thin strip. */
+function drawBands(u: uPlot, bands: readonly { from: number; to: number }[]): void {
+  const { left, top, width, height } = u.bbox;
+  const ctx = u.ctx;
+  ctx.save();
+  for (const band of bands) {
+    const x0 = Math.max(left, Math.min(left + width, u.valToPos(band.from, "x", true)));
+    const x1 = Math.max(left, Math.min(left + width, u.valToPos(band.to, "x", true)));
+    const w = Math.max(3 * devicePixelRatio, x1 - x0);
+    const x = Math.min(x0, left + width - w);
+    ctx.fillStyle = bandFill;
+    ctx.fillRect(x, top, w, height);
+    ctx.fillStyle = bandEdge;
+    ctx.fillRect(x, top, Math.max(1, devicePixelRatio), height);
+  }
+  ctx.restore();
 }
 
 export const palette = {
@@ -80,6 +104,7 @@ export function renderChart(target: HTMLElement, spec: ChartSpec, height = 190):
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
     scales: { x: { time: true }, y: spec.log ? { distr: 3, log: 10 } : fromZero, ...(right ? { right: fromZero } : {}) },
     legend: { live: true },
+    hooks: spec.bands && spec.bands.length > 0 ? { drawClear: [(u: uPlot) => drawBands(u, spec.bands!)] } : {},
     cursor: { drag: { x: false, y: false }, points: { size: 6 } },
     series: [
       {

@@ -1,5 +1,6 @@
 import { type StatsResponse, StatsSplit } from "../gen/reqlog/v1/log_service_pb.js";
 import { type Api, Code, describeError, isCancel } from "./api.js";
+import { type AlertSpan, alertSpans, renderAlerts } from "./alerts.js";
 import { type ChartSpec, palette, renderChart } from "./charts.js";
 import { emptyNote, fill, h, loadingNote, problemNote, setState } from "./dom.js";
 import { moduleVersions } from "./filters.js";
@@ -167,11 +168,12 @@ const noStats = (stats: Stats | undefined): stats is { problem: string } => stat
 export const mountOverview: ViewMount = (root, ctx) => {
   const caption = h("p", { class: "caption" });
   const banner = h("div", { class: "banner" });
+  const alertsPanel = h("section", { class: "card alerts", "data-testid": "alerts", hidden: true });
   const kpis = h("section", { class: "kpis", "data-testid": "kpis" });
   const charts = h("section", { class: "charts" });
   const routes = h("section", { class: "card routes" });
   const clients = h("section", { class: "card" });
-  root.append(caption, banner, kpis, charts, routes, clients);
+  root.append(caption, banner, alertsPanel, kpis, charts, routes, clients);
   let destroyCharts: (() => void)[] = [];
   let controller: AbortController | undefined;
   /** The range's top lists, for redrawing the top routes in the other order. */
@@ -182,7 +184,7 @@ export const mountOverview: ViewMount = (root, ctx) => {
     destroyCharts = [];
   };
 
-  const drawCharts = (range: HourRange, usage: UsageSeries | undefined, stats: Stats | undefined, state: ViewState) => {
+  const drawCharts = (range: HourRange, usage: UsageSeries | undefined, stats: Stats | undefined, state: ViewState, bands: AlertSpan[]) => {
     clearCharts();
     const empty: StatsSeries = statsSeries(range, undefined);
     fill(
@@ -190,7 +192,12 @@ export const mountOverview: ViewMount = (root, ctx) => {
       ...chartCards(range).map((card) => {
         const body = h("div", { class: "chart" });
         const note = card.source === "Usage" && state.module !== "" ? "Usage counts every module" : card.source;
-        const element = h("div", { class: "card chart-card", "data-testid": card.id }, h("div", { class: "card-head" }, h("h3", {}, card.title), h("span", { class: "dim" }, note)), body);
+        const element = h(
+          "div",
+          { class: "card chart-card", "data-testid": card.id, "data-alert-bands": bands.length },
+          h("div", { class: "card-head" }, h("h3", {}, card.title), h("span", { class: "dim" }, note)),
+          body,
+        );
         const needsStats = card.source === "Stats";
         if (usage === undefined || (needsStats && stats === undefined)) {
           setState(element, "loading");
@@ -206,7 +213,7 @@ export const mountOverview: ViewMount = (root, ctx) => {
           } else {
             setState(element, "ready");
             // Drawn once the card is in the page, so uPlot sees its width.
-            queueMicrotask(() => destroyCharts.push(renderChart(body, { x: usage.x, bucketHours: range.resolutionHours, ...made })));
+            queueMicrotask(() => destroyCharts.push(renderChart(body, { x: usage.x, bucketHours: range.resolutionHours, bands, ...made })));
           }
         }
         return element;
@@ -222,7 +229,8 @@ export const mountOverview: ViewMount = (root, ctx) => {
     lastTop = undefined;
     caption.textContent = "";
     delete banner.dataset.testid;
-    for (const panel of [banner, kpis, charts, routes, clients]) fill(panel);
+    for (const panel of [banner, kpis, charts, routes, clients, alertsPanel]) fill(panel);
+    alertsPanel.hidden = true;
     if (state.app === "") {
       fill(banner, emptyNote("Type an app id in the App field above (the app_id your servers write, e.g. forge)."));
       return;
@@ -254,10 +262,11 @@ export const mountOverview: ViewMount = (root, ctx) => {
     let usage: UsageSeries | undefined;
     let usageFailed = false;
     let stats: Stats | undefined;
+    let bands: AlertSpan[] = [];
     const redraw = () => {
       if (signal.aborted || usageFailed) return;
       renderKpis(kpis, r, state.module, usage, stats);
-      drawCharts(r, usage, stats, state);
+      drawCharts(r, usage, stats, state, bands);
     };
     redraw();
     const usageCall = ctx.api
@@ -307,7 +316,27 @@ export const mountOverview: ViewMount = (root, ctx) => {
       setState(routes, answer.topRouteByRequests.length > 0 ? "ready" : "empty");
       renderTopClients(clients, answer);
     })().catch(statsFailed);
-    await Promise.all([usageCall, statsCall]);
+    // The app's alerts over the range (a server without --alertmanager-url answers UNIMPLEMENTED: no card then).
+    const alertsCall = ctx.api.alerts({ appId: state.app, startTime: BigInt(r.start), endTime: BigInt(r.end) }, { signal }).then(
+      (answer) => {
+        if (signal.aborted) return;
+        const nowSeconds = Math.floor(ctx.now() / 1000);
+        alertsPanel.hidden = false;
+        renderAlerts(alertsPanel, ctx, answer.alert, nowSeconds);
+        setState(alertsPanel, answer.alert.length > 0 ? "ready" : "empty");
+        bands = alertSpans(answer.alert, nowSeconds);
+        if (bands.length > 0) redraw();
+      },
+      (err: unknown) => {
+        if (signal.aborted || isCancel(err)) return;
+        const problem = describeError(err);
+        if (problem.code === Code.Unimplemented) return;
+        alertsPanel.hidden = false;
+        setState(alertsPanel, "error");
+        fill(alertsPanel, h("div", { class: "card-head" }, h("h2", {}, "Alerts")), problemNote(problem, "Cannot read the alerts"));
+      },
+    );
+    await Promise.all([usageCall, statsCall, alertsCall]);
   };
 
   void load(ctx.state());

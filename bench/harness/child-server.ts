@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { packageRoot } from "../../src/package-root.js";
 
@@ -19,6 +20,30 @@ export interface ChildServer {
   exited: Promise<ChildExit>;
   /** Sends SIGTERM (a graceful shutdown) and resolves as `exited` does. */
   stop(): Promise<ChildExit>;
+  /** CPU time the process has used so far, all its threads, user and system (µs; Linux's /proc). */
+  cpuMicros(): number;
+}
+
+/** Clock ticks a second of /proc/PID/stat's times (USER_HZ: 100 on Linux). */
+const ticksPerSecond = 100;
+
+/** CPU time a process has used so far, all its threads, user and system (µs), from /proc/PID/stat. */
+export function processCpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // The command name (field 2) may hold spaces: count the fields after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+  return (ticks * 1e6) / ticksPerSecond;
+}
+
+/**
+ * Node's flags for every server a bench starts: with REQLOG_BENCH_CPU_PROF=DIR
+ * each one writes a CPU profile into DIR when it stops (summed by
+ * `node dist/bench/profile-summary.js DIR/*.cpuprofile`), whatever the bench.
+ */
+function benchNodeFlags(): string[] {
+  const dir = process.env.REQLOG_BENCH_CPU_PROF;
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
 }
 
 export const mainScript = join(packageRoot(), "dist", "src", "main.js");
@@ -30,7 +55,7 @@ export const mainScript = join(packageRoot(), "dist", "src", "main.js");
  * (e.g. --cpu-prof, which NODE_OPTIONS does not take).
  */
 export function startChildServer(args: string[], env: Record<string, string> = {}, script = mainScript, nodeFlags: string[] = []): Promise<ChildServer> {
-  const child = spawn(process.execPath, [...nodeFlags, script, "serve", ...args], {
+  const child = spawn(process.execPath, [...benchNodeFlags(), ...nodeFlags, script, "serve", ...args], {
     // The HTTP port on a free port unless the caller picks one: servers run side by side.
     env: { ...process.env, REQLOG_HTTP_LISTEN: "127.0.0.1:0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -49,7 +74,10 @@ export function startChildServer(args: string[], env: Record<string, string> = {
         return exited;
       };
       const announced = JSON.parse(line) as { address: string; http: string };
-      resolve({ process: child, address: announced.address, httpAddress: announced.http, stderr: () => stderr, exited, stop });
+      resolve({
+        process: child, address: announced.address, httpAddress: announced.http, stderr: () => stderr, exited, stop,
+        cpuMicros: () => processCpuMicros(child.pid!),
+      });
     });
     exited.then(({ code, signal }) =>
       reject(new Error(`reqlog serve exited (${code ?? signal}) before serving:\n${stderr}`)),

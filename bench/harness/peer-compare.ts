@@ -7,6 +7,7 @@
 import { Readable } from "node:stream";
 import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import type { ClickHouseClient } from "@clickhouse/client";
+import Database from "better-sqlite3";
 import {
   type LogReadRequest,
   type LogReadRequestSchema,
@@ -144,6 +145,14 @@ export interface WriteTarget<T> {
   write(prepared: T): Promise<void>;
   /** Lets go of the target's connection (after writeEach). */
   close?(): void;
+  /** CPU time (µs) the side's server has used so far, when the bench can see it: its CPU per record. */
+  cpuMicros?(): number;
+}
+
+/** A side's write rate, and its server's CPU time per record stored (µs) when the bench can see it. */
+export interface WriteFigures {
+  rate: number;
+  cpuPerRecord: number | undefined;
 }
 
 /**
@@ -156,17 +165,23 @@ export interface WriteTarget<T> {
  * answering. `onChunk` sees each chunk's records (untimed). The targets are
  * closed after. Returns each target's records/s.
  */
-export async function writeEach(
+export async function writeEach(...args: Parameters<typeof writeEachMeasured>): Promise<number[]> {
+  return (await writeEachMeasured(...args)).map((f) => f.rate);
+}
+
+/** writeEach's runs, with each side's server CPU per record (its CPU during its own turns ÷ records). */
+export async function writeEachMeasured(
   targets: WriteTarget<unknown>[],
   total: number,
   batchSize: number,
   concurrency: number,
   seed: number,
   onChunk?: (records: RequestLog[]) => Promise<void>,
-): Promise<number[]> {
+): Promise<WriteFigures[]> {
   const chunk = 100_000;
   const records = trafficRecords(total, seed);
   const sendingMs = targets.map(() => 0);
+  const cpu = targets.map(() => 0);
   for (let done = 0, round = 0; done < total; done += chunk, round++) {
     const chunkRecords: RequestLog[] = [];
     for (let i = 0; i < Math.min(chunk, total - done); i++) chunkRecords.push(records.next().value as RequestLog);
@@ -177,6 +192,7 @@ export async function writeEach(
     for (const t of order) {
       const target = targets[t]!;
       const prepared = batches.map((b) => target.prepare(b));
+      const cpuBefore = target.cpuMicros?.() ?? 0;
       const started = performance.now();
       let next = 0;
       await Promise.all(
@@ -185,12 +201,13 @@ export async function writeEach(
         }),
       );
       sendingMs[t]! += performance.now() - started;
+      cpu[t]! += (target.cpuMicros?.() ?? 0) - cpuBefore;
     }
     await onChunk?.(chunkRecords);
     process.stdout.write(`  ${(done + chunkRecords.length).toLocaleString()}\r`);
   }
   for (const target of targets) target.close?.();
-  return sendingMs.map((ms) => total / (ms / 1000));
+  return sendingMs.map((ms, t) => ({ rate: total / (ms / 1000), cpuPerRecord: targets[t]!.cpuMicros ? cpu[t]! / total : undefined }));
 }
 
 /** Merges every table of these databases into as few parts as it goes (`OPTIMIZE … FINAL`), as a settled store is. */
@@ -210,16 +227,68 @@ export async function clickhouseSettled(ch: ClickHouseClient): Promise<void> {
   }
 }
 
-/** reqlog's Write RPC with request bodies encoded ahead (encoded-writer.ts); it checks that every record was stored. */
-export function reqlogTarget(address: string): WriteTarget<{ encoded: Uint8Array; records: number }> {
+/**
+ * reqlog's Write RPC with request bodies encoded ahead (encoded-writer.ts); it checks that every record was
+ * stored. `server` (a child process) lets the bench see the server's CPU time.
+ */
+export function reqlogTarget(address: string, server?: Pick<ChildServer, "cpuMicros">): WriteTarget<{ encoded: Uint8Array; records: number }> {
   const writer = createEncodedWriter(address);
   return {
+    ...(server ? { cpuMicros: () => server.cpuMicros() } : {}),
     prepare: (batch) => ({ encoded: writer.encode(create(WriteRequestSchema, { log: batch })), records: batch.length }),
     async write({ encoded, records }) {
       const reply = await writer.write(encoded);
       if (reply.records !== records) throw new Error(`reqlog stored ${reply.records} of ${records} records`);
     },
     close: writer.close,
+  };
+}
+
+/** Columns of the raw SQLite table: the raw ClickHouse row's, lines as JSON text. */
+const rawSqliteColumns = [
+  "app_id", "module_id", "version_id", "request_id", "ip", "nickname", "start_time", "end_time", "sort_time", "latency",
+  "mcycles", "method", "resource", "http_version", "status", "response_size", "referrer", "user_agent", "combined", "host",
+  "replica_index", "finished", "bytes", "lines",
+] as const;
+
+/**
+ * Raw better-sqlite3 inserts of the same records, in this process: the raw
+ * ClickHouse table's row of each record (its fields, the combined line, its
+ * serialized size, its lines as JSON text) into a table with reqlog's two
+ * indexes on `requests` (unique (app, request id) for the upsert, (app, sort
+ * time) for paging), WAL, the same `synchronous` as reqlog's server in the
+ * bench and its page cache, one transaction a call. The rows' values are
+ * built ahead; what is timed is SQLite storing them: the floor for a store of
+ * request rows in SQLite.
+ */
+export function rawSqliteTarget(path: string, sync: "normal" | "full"): WriteTarget<unknown[][]> & { db: Database.Database } {
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma(`synchronous = ${sync.toUpperCase()}`);
+  db.pragma("cache_size = -65536");
+  db.exec(`
+    CREATE TABLE requests (id INTEGER PRIMARY KEY, ${rawSqliteColumns.join(", ")});
+    CREATE UNIQUE INDEX requests_by_request_id ON requests (app_id, request_id);
+    CREATE INDEX requests_by_time ON requests (app_id, sort_time)`);
+  const insert = db.prepare(`INSERT INTO requests (${rawSqliteColumns.join(", ")}) VALUES (${rawSqliteColumns.map(() => "?").join(", ")})`);
+  const insertAll = db.transaction((rows: unknown[][]) => {
+    for (const row of rows) insert.run(row);
+  });
+  return {
+    db,
+    prepare: (batch) =>
+      batch.map((log) => {
+        const row = clickhouseRow(log);
+        const lines = JSON.stringify(log.line.map((l) => ({ time: Number(l.time), level: l.level, message: l.logMessage })));
+        return rawSqliteColumns.map((c) =>
+          c === "lines" ? lines : c === "request_id" ? Buffer.from(log.requestId) : (row[c as keyof typeof row] as unknown));
+      }),
+    write: async (rows) => insertAll(rows),
+    cpuMicros: () => {
+      const { user, system } = process.cpuUsage();
+      return user + system;
+    },
+    close: () => db.close(),
   };
 }
 

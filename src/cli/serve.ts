@@ -32,6 +32,8 @@ export async function serve(config: ServeConfig): Promise<void> {
     listen: config.listen,
     httpListen: config.httpListen,
     metrics: config.metrics,
+    appMetrics: config.appMetrics,
+    alertmanager: config.alertmanagerUrl === undefined ? undefined : { url: config.alertmanagerUrl, pollIntervalMs: config.alertmanagerPollMs },
     pages: config.httpListen !== undefined ? [dashboardPages()] : undefined,
     tls: config.tls,
     limits: config.limits,

@@ -41,6 +41,18 @@ export function emptyTopNames(): TopNames {
   return { entries: new Map(), floor: 0 };
 }
 
+/**
+ * A lower bound of every count in a summary, once a name has been let go
+ * from it: the next name to let go (the first, in order, of the smallest
+ * count) is the first entry found at the bound, so a full summary of a busy
+ * hour's client IPs, most at the same count, is not scanned whole for each
+ * new name (that scan was 3 µs of a stored record's 40). Kept beside the
+ * summary, not in it: a summary read back from its column starts without
+ * one. It stays a bound because a name let in starts above the floor, which
+ * is at least every count let go, and a count that falls lowers it.
+ */
+const leastBound = new WeakMap<TopNames, number>();
+
 /** Counts `requests` more of a name (fewer when negative), `errors` of them answered with 5xx. */
 export function addToTopNames(summary: TopNames, name: string, requests: number, errors: number): void {
   const entry = summary.entries.get(name);
@@ -50,20 +62,26 @@ export function addToTopNames(summary: TopNames, name: string, requests: number,
     // Its true count is at most its count: none left.
     if (entry.count <= 0) summary.entries.delete(name);
     else if (entry.over > entry.count) entry.over = entry.count;
+    const bound = leastBound.get(summary);
+    if (bound !== undefined && entry.count < bound) leastBound.set(summary, entry.count);
     return;
   }
   if (requests <= 0) return;
   if (summary.entries.size >= topNamesCapacity) {
+    const bound = leastBound.get(summary) ?? -Infinity;
     let smallest: string | undefined;
     let least = Infinity;
     for (const [n, e] of summary.entries) {
       if (e.count < least) {
         least = e.count;
         smallest = n;
+        // Nothing is below the bound: the first at it is the first of the smallest.
+        if (least <= bound) break;
       }
     }
     summary.entries.delete(smallest!);
     if (least > summary.floor) summary.floor = least;
+    leastBound.set(summary, least);
   }
   // It may have been counted before and let go: up to `floor` of its requests are not in any count.
   summary.entries.set(name, { count: summary.floor + requests, over: summary.floor, errors: Math.max(0, errors) });

@@ -1,7 +1,11 @@
+import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { Code } from "../reqlog-error.js";
 import type { CallObserver } from "../service/call-outcome.js";
-import type { Store } from "../store/store.js";
+import type { Store, WriteObserver } from "../store/store.js";
+import { createLogMetrics } from "./log-metrics.js";
+import type { LogMetricDefinition } from "./log-metrics-file.js";
+import { createRequestMetrics, durationName } from "./request-metrics.js";
 
 const codeNames = Object.fromEntries(Object.entries(Code).map(([name, code]) => [code, name])) as Record<number, string>;
 
@@ -12,8 +16,27 @@ export interface MetricSources {
   storageBytes?(): Promise<number>;
 }
 
+/** The metrics of the apps' requests (request-metrics.ts) and the log-based ones (log-metrics.ts). */
+export interface AppMetricsOptions {
+  /** Most series of one app, per metric family, with a route of their own (--metrics-max-series-per-app). */
+  maxSeriesPerApp: number;
+  /** Only these apps have request metrics (undefined: every app). */
+  apps?: readonly string[];
+  /** These apps have none. */
+  skipApps?: readonly string[];
+  /** The counters of a --log-metrics file. */
+  logMetrics?: readonly LogMetricDefinition[];
+}
+
+/** The default of --metrics-max-series-per-app: a forge's ~100 routes × methods × statuses × two versions, with room. */
+export const defaultMaxSeriesPerApp = 2000;
+
 export interface ReqlogMetrics {
   registry: Registry;
+  /** Every metric in Prometheus's text format: what /metrics serves. */
+  scrape(): Promise<string>;
+  /** Counts what the store commits: the request metrics and the log-based metrics. */
+  writes: WriteObserver;
   /** Counts calls on every transport (grpc_server_* as go-grpc-prometheus names them, labelled by transport). */
   observer: CallObserver;
   /** The store, counting the records and lines written and the records read. */
@@ -25,7 +48,11 @@ export interface ReqlogMetrics {
  * (by code) and their duration for both transports; records and lines
  * written; records read; tails open; store size; and Node's process metrics.
  */
-export function createMetrics(sources: MetricSources): ReqlogMetrics {
+export function createMetrics(
+  sources: MetricSources,
+  apps: AppMetricsOptions = { maxSeriesPerApp: defaultMaxSeriesPerApp },
+  logger?: Logger,
+): ReqlogMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const callLabels = ["grpc_service", "grpc_method", "grpc_type", "transport"] as const;
@@ -73,8 +100,53 @@ export function createMetrics(sources: MetricSources): ReqlogMetrics {
     });
   }
 
+  const overflow = new Counter({
+    name: "reqlog_metrics_overflow_total",
+    help: "Requests counted under http_route=\"other\" because their app had --metrics-max-series-per-app series of a metric already.",
+    labelNames: ["app", "metric"],
+    registers: [registry],
+  });
+  const warned = new Set<string>();
+  const overflowed = (app: string, metric: string) => {
+    overflow.inc({ app, metric });
+    const key = `${app}\u0000${metric}`;
+    if (warned.has(key)) return;
+    warned.add(key);
+    logger?.warn(
+      { app, metric },
+      `app ${app} has ${apps.maxSeriesPerApp} series of ${metric}, the limit metrics-max-series-per-app=${apps.maxSeriesPerApp}: ` +
+        'its further routes count as http_route="other"',
+    );
+  };
+  const requests = createRequestMetrics({
+    maxSeriesPerApp: apps.maxSeriesPerApp,
+    apps: apps.apps,
+    skipApps: apps.skipApps,
+    overflowed: (app) => overflowed(app, durationName),
+  });
+  const logMetrics = createLogMetrics(apps.logMetrics ?? [], { maxSeriesPerApp: apps.maxSeriesPerApp, overflowed });
+  new Gauge({
+    name: "reqlog_request_metrics_series",
+    help: "Series of the request metrics with a route of their own, by app (bounded by --metrics-max-series-per-app).",
+    labelNames: ["app"],
+    registers: [registry],
+    collect() {
+      for (const [app, n] of requests.seriesByApp()) this.set({ app }, n);
+    },
+  });
+
   return {
     registry,
+    async scrape() {
+      return (await registry.metrics()) + requests.text() + logMetrics.text();
+    },
+    writes: {
+      finished(finished) {
+        requests.count(finished);
+        logMetrics.count(finished);
+      },
+      ...(logMetrics.countsLines ? { lines: (lines) => logMetrics.countLines(lines) } : {}),
+    },
     observer: {
       start(service, method, kind, transport) {
         const labels = { grpc_service: service, grpc_method: method, grpc_type: kind, transport };

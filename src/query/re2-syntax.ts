@@ -19,8 +19,8 @@
 export type Re2Node =
   /** Exactly one of these characters (code points). */
   | { kind: "chars"; chars: readonly number[] }
-  /** Some one character. */
-  | { kind: "char" }
+  /** Some one character (`unicode`: of a class that names a Unicode property, \pL, which compiles large). */
+  | { kind: "char"; unicode?: true }
   /** Any string (a construct not followed). */
   | { kind: "anything" }
   /** The empty string (also assertions: ^ $ \b \A \z). */
@@ -102,7 +102,9 @@ export function parseRe2(pattern: string): Re2Node | undefined {
    * The escape at `i` (just past its backslash) as one character, a set,
    * or a non-character meaning; advances past it.
    */
-  function escape(inClass: boolean): { char: number } | { chars: number[] | undefined } | { empty: true } | { quote: number[] } {
+  function escape(
+    inClass: boolean,
+  ): { char: number } | { chars: number[] | undefined; unicode?: true } | { empty: true } | { quote: number[] } {
     const e = peek();
     if (e === undefined) throw new GiveUp();
     const c = String.fromCodePoint(e);
@@ -151,7 +153,7 @@ export function parseRe2(pattern: string): Re2Node | undefined {
         if (peek() === undefined) throw new GiveUp();
         i++;
       }
-      return { chars: undefined };
+      return { chars: undefined, unicode: true };
     }
     if (!inClass) {
       if (c === "b" || c === "B" || c === "A" || c === "z") return { empty: true };
@@ -184,6 +186,7 @@ export function parseRe2(pattern: string): Re2Node | undefined {
     }
     const members = new Set<number>();
     let enumerable = true;
+    let unicode = false;
     let first = true;
     const add = (cps: readonly number[] | undefined) => {
       if (!cps) enumerable = false;
@@ -198,6 +201,7 @@ export function parseRe2(pattern: string): Re2Node | undefined {
         if ("char" in e) return e.char;
         if ("chars" in e) {
           add(e.chars);
+          if (e.unicode) unicode = true;
           return undefined;
         }
         throw new GiveUp();
@@ -233,6 +237,7 @@ export function parseRe2(pattern: string): Re2Node | undefined {
         add([lo]);
       }
     }
+    if (unicode) return { kind: "char", unicode: true };
     if (negated || !enumerable) return { kind: "char" };
     if (flags.fold) {
       for (const cp of [...members]) {
@@ -326,7 +331,7 @@ export function parseRe2(pattern: string): Re2Node | undefined {
         i++;
         const e = escape(false);
         if ("char" in e) atom = literal(e.char, flags);
-        else if ("chars" in e) atom = e.chars ? { kind: "chars", chars: e.chars } : { kind: "char" };
+        else if ("chars" in e) atom = e.chars ? { kind: "chars", chars: e.chars } : e.unicode ? { kind: "char", unicode: true } : { kind: "char" };
         else if ("empty" in e) atom = { kind: "empty" };
         else atom = { kind: "concat", parts: e.quote.map((q) => literal(q, flags)) };
       } else if (c === 0x2a || c === 0x2b || c === 0x3f) {

@@ -1,11 +1,14 @@
 import { isFieldSet } from "@bufbuild/protobuf";
-import RE2 from "re2";
 import { LogModuleVersionSchema, type LogReadRequest, LogReadRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { exceeded, type Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
 import type { Cursor } from "../store/store.js";
 import type { OffsetCodec } from "./offset-codec.js";
+import { compileRegex } from "./regex-cache.js";
+import { regexCost } from "./regex-cost.js";
+
+export { compileRegex, re2Flags } from "./regex-cache.js";
 
 /** Which extra fields a returned `combined` line carries (include_host / include_all). */
 export type CombinedExtras = "none" | "host" | "all";
@@ -50,30 +53,24 @@ export interface ReadPlan {
 export const defaultCount = 20;
 export const maxCount = 1000;
 
-/** The flags every reqlog pattern is compiled with. */
-export const re2Flags = "u";
-
-/** Compiled patterns, reused across calls (plans carry patterns as text). */
-const compiled = new Map<string, RE2>();
-
-/** A pattern compiled with reqlog's flags, from a cache; throws RE2's error for an invalid one. */
-export function compileRegex(source: string): RE2;
-export function compileRegex(source: string | undefined): RE2 | undefined;
-export function compileRegex(source: string | undefined): RE2 | undefined {
-  if (source === undefined) return undefined;
-  let re = compiled.get(source);
-  if (!re) {
-    re = new RE2(source, re2Flags);
-    if (compiled.size > 1000) compiled.clear();
-    compiled.set(source, re);
-  }
-  return re;
-}
-
-/** Checks that a pattern is within the length limit and compiles as RE2; returns it. */
+/**
+ * Checks that a pattern is within the length and cost limits (regex-cost.ts:
+ * refused before RE2 compiles it on the calling thread) and compiles as RE2;
+ * returns it.
+ */
 export function checkRegex(pattern: string, field: string, limits: Limits): string {
   const bytes = Buffer.byteLength(pattern, "utf8");
   if (bytes > limits.maxRegexBytes) throw exceeded(limits, "maxRegexBytes", bytes, `${field} length in bytes`);
+  const cost = regexCost(pattern);
+  if (cost > limits.maxRegexCost) {
+    throw exceeded(
+      limits,
+      "maxRegexCost",
+      cost,
+      `${field}'s compile cost`,
+      "each character counts 1, a class 4, a Unicode class such as \\pL 1000, and repetitions are counted out (x{100} is 100 x's)",
+    );
+  }
   try {
     compileRegex(pattern);
   } catch (err) {

@@ -73,11 +73,8 @@ export function planStats(request: StatsRequest, limits: Limits): StatsPlan {
   if (StatsSplit[request.split] === undefined) throw ReqlogError.invalid(`split ${request.split} is not a StatsSplit`);
   const startHour = start === undefined ? undefined : hourOf(start, "down");
   const endHour = end === undefined ? undefined : hourOf(end, "up");
-  if (startHour !== undefined && endHour !== undefined && request.resolutionHours > 0) {
-    // Every bucket may hold a record: refused before anything is read.
-    const buckets = Math.ceil((endHour - startHour) / request.resolutionHours);
-    if (buckets > limits.maxStatsRecords) throw statsTooLarge(limits.maxStatsRecords, buckets);
-  }
+  // Every bucket may hold a record: refused before anything is read.
+  if (startHour !== undefined && endHour !== undefined) checkStatsBuckets(startHour, endHour, request.resolutionHours, limits.maxStatsRecords);
   return {
     appId: request.appId,
     versions:
@@ -100,6 +97,19 @@ export function planStats(request: StatsRequest, limits: Limits): StatsPlan {
     topN: request.topN,
     maxRecords: limits.maxStatsRecords,
   };
+}
+
+/**
+ * Refuses a range cut into more time buckets than max-stats-records, each of
+ * which may hold a record. A store checks it again once an open range is
+ * known (from the first to the last hour with stats), before it walks or
+ * allocates anything per bucket: a request stored with a far-future end time
+ * must not make an open-ended Stats step through every hour up to it.
+ */
+export function checkStatsBuckets(startHour: number, endHour: number, resolutionHours: number, maxRecords: number): void {
+  if (resolutionHours <= 0 || endHour <= startHour) return;
+  const buckets = Math.ceil((endHour - startHour) / resolutionHours);
+  if (buckets > maxRecords) throw statsTooLarge(maxRecords, buckets);
 }
 
 /** The refusal of a Stats call whose answer would hold more than max-stats-records records. */

@@ -4,6 +4,8 @@ import type { Access, Authorizer } from "../auth/authorizer.js";
 import type { Limits } from "../limits.js";
 import type { StatusStore, Store } from "../store/store.js";
 import type { BidiStreamHandler, ServerStreamHandler, UnaryHandler } from "./call-context.js";
+import type { AlertSource } from "../domain/app-alert.js";
+import { createAlertsHandler } from "./alerts.js";
 import { createFlushHandler } from "./flush.js";
 import { createIngestHandler } from "./ingest.js";
 import { createListStatusHandler } from "./list-status.js";
@@ -56,6 +58,7 @@ export const methodAccess: Record<MethodName, Access> = {
   listStatus: "read",
   tail: "read",
   stats: "read",
+  alerts: "read",
 };
 
 /** OTLP's LogsService (opentelemetry.proto.collector.logs.v1), served beside the LogService. */
@@ -74,6 +77,8 @@ export interface ServiceDeps {
   otlp?: OtlpMapping;
   /** Decodes and validates Write and Ingest requests off the main thread, when given (prepare-pool.ts). */
   prepare?: PreparePool;
+  /** Where the Alerts RPC reads an app's alerts (serve --alertmanager-url); without it Alerts is UNIMPLEMENTED. */
+  alerts?: AlertSource;
 }
 
 /** ServiceDeps with what the service derives from them once, for every handler. */
@@ -115,6 +120,7 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
       tail: tails.follow,
       ingest: createIngestHandler(deps),
       stats: createStatsHandler(deps),
+      alerts: createAlertsHandler(deps),
     },
     otlp: { export: createOtlpExportHandler(deps, deps.otlp ?? defaultOtlpMapping) },
     auth: deps.auth,

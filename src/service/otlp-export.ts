@@ -10,6 +10,8 @@ import { exceeded } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
 import { prepareRequestLog } from "../write/prepare-request-log.js";
+import { systemClock } from "../clock.js";
+import { latestTime } from "../write/time-window.js";
 import { checkLine } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
 import type { ServiceDeps } from "./log-service.js";
@@ -55,9 +57,10 @@ export function createOtlpExportHandler(
       throw exceeded(limits, "maxRecordsPerWrite", converted.records.length, "number of request records in an Export");
     }
     const records: PreparedRecord[] = [];
+    const latest = latestTime(limits, systemClock());
     for (const { log, where } of converted.records) {
       try {
-        records.push(prepareRequestLog(log, limits, where));
+        records.push(prepareRequestLog(log, limits, where, latest));
       } catch (err) {
         rejected.push({ where, problem: problemOf(err) });
       }
@@ -76,7 +79,7 @@ export function createOtlpExportHandler(
       }
       const kept = group.lines.filter((line) => {
         try {
-          checkLine(line, limits, "the log record's");
+          checkLine(line, limits, "the log record's", latest);
           return true;
         } catch (err) {
           rejected.push({ where: line.where, problem: problemOf(err) });

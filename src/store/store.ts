@@ -1,9 +1,10 @@
 import type { InstanceStatus, RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
-import type { InstanceKey, PreparedRecord, RequestContext, RequestLines } from "../domain/records.js";
+import type { AppLine, InstanceKey, PreparedRecord, RequestContext, RequestLines } from "../domain/records.js";
 import type { ReadPlan } from "../query/read-plan.js";
 import type { UsagePlan } from "../query/usage-plan.js";
 import type { StatsPlan } from "../query/stats-plan.js";
 import type { StatsBucket, StatsFigures } from "../domain/stats-figures.js";
+import type { StatsFacts } from "../write/stats-facts.js";
 
 /**
  * The storage contract of reqlog, the same for every backend (SQLite, and
@@ -70,6 +71,39 @@ export interface Store {
   subscribe(listener: () => void, signal: AbortSignal): Promise<void>;
   /** The backend's own secret key for authenticating Read offsets (the same across restarts). */
   offsetKey(signal: AbortSignal): Promise<Uint8Array>;
+}
+
+/**
+ * A request whose record a commit stored as finished for the first time:
+ * a new finished record, or an in-progress one (or lines alone) finished.
+ * A finished record sent again or rewritten is not one, so whoever counts
+ * these counts each finished request once.
+ */
+export interface FinishedRequest {
+  /** The record as written (its required fields filled). */
+  log: RequestLog;
+  /** What it adds to Stats (its route, status class, latency, bytes). */
+  facts: StatsFacts;
+  /** The highest level of its app lines stored so far (its own and any that came first); -1: none. */
+  maxLevel: number;
+}
+
+/** App lines a commit stored for the first time (a line sent again is not new), with the request they belong to. */
+export interface NewLines {
+  request: Pick<RequestContext, "appId" | "moduleId" | "versionId">;
+  lines: readonly AppLine[];
+}
+
+/**
+ * Told what each write stored, once its transaction has committed (a write
+ * rolled back, or a batch whose commit failed, tells nothing), on the
+ * thread that committed it: what request metrics and log-based metrics are
+ * counted from. It must be quick and must not throw.
+ */
+export interface WriteObserver {
+  finished(requests: readonly FinishedRequest[]): void;
+  /** Only when set does the store collect new lines for it. */
+  lines?(lines: readonly NewLines[]): void;
 }
 
 /** A backend's position, opaque to everything above the store. */

@@ -7,6 +7,8 @@ import { checkIdentifier } from "./identifiers.js";
 import { prepareRequestLog } from "./prepare-request-log.js";
 import { missingRequiredFields, requiredFieldsError } from "./required-fields.js";
 import { checkLines, fromUserAppLogLines } from "./validate-lines.js";
+import { systemClock } from "../clock.js";
+import { latestTime } from "./time-window.js";
 
 /**
  * A Write's records, validated and derived, or why they were refused: over
@@ -37,7 +39,8 @@ export function prepareWrite(request: WriteRequest, limits: Limits): PreparedWri
     return { apps, records: [], tooMany: exceeded(limits, "maxRecordsPerWrite", request.log.length, "number of records in Write") };
   }
   try {
-    return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`)) };
+    const latest = latestTime(limits, systemClock());
+    return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, latest)) };
   } catch (err) {
     return { apps, records: [], invalid: ReqlogError.from(err) };
   }
@@ -51,7 +54,8 @@ export function prepareIngest(batch: IngestRequest, limits: Limits): PreparedIng
     return refused(exceeded(limits, "maxRecordsPerWrite", batch.log.length, "number of records in an Ingest batch"));
   }
   try {
-    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`));
+    const latest = latestTime(limits, systemClock());
+    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, latest));
     const lines = batch.lines.map((entry, i): RequestLines => {
       const where = `lines[${i}]`;
       const missing = missingRequiredFields(RequestLinesSchema, entry, undefined, `${where}.`);
@@ -68,7 +72,7 @@ export function prepareIngest(batch: IngestRequest, limits: Limits): PreparedIng
           versionId: entry.versionId,
           requestId: entry.requestId,
         },
-        lines: checkLines(fromUserAppLogLines(entry.line), limits, `${where}.line`),
+        lines: checkLines(fromUserAppLogLines(entry.line), limits, `${where}.line`, latest),
       };
     });
     return { batchId: batch.batchId, apps, records, lines };

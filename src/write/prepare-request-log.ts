@@ -7,6 +7,8 @@ import { checkIdentifier } from "./identifiers.js";
 import { missingRequiredFields, requiredFieldsError } from "./required-fields.js";
 import type { PreparedRecord } from "../domain/records.js";
 import { checkLines } from "./validate-lines.js";
+import { systemClock } from "../clock.js";
+import { checkNotFuture, checkNotNegative, latestTime } from "./time-window.js";
 
 /** Required RequestLog fields that Write derives when the writer leaves them unset. */
 const derivedFields: ReadonlySet<string> = new Set(
@@ -21,9 +23,16 @@ const derivedFields: ReadonlySet<string> = new Set(
  * (unset, or 0 / "" where that is not a real value): end_time and latency
  * from each other (end_time 0 while in progress), the combined line from the
  * fields, "" and 0 for the other required fields (the proto defaults).
- * `where` names the record in errors (`log[3]`).
+ * `where` names the record in errors (`log[3]`). Its times (and its lines')
+ * must not lie past `latest` (time-window.ts); status, response_size and
+ * latency must not be negative.
  */
-export function prepareRequestLog(input: RequestLog, limits: Limits, where: string): PreparedRecord {
+export function prepareRequestLog(
+  input: RequestLog,
+  limits: Limits,
+  where: string,
+  latest: bigint = latestTime(limits, systemClock()),
+): PreparedRecord {
   const missing = missingRequiredFields(RequestLogSchema, input, derivedFields);
   if (missing.length > 0) throw requiredFieldsError(missing.map((path) => `${where}.${path}`));
   checkIdentifier(input.appId, `${where}.app_id`);
@@ -33,6 +42,11 @@ export function prepareRequestLog(input: RequestLog, limits: Limits, where: stri
   if (input.startTime < 0n) {
     throw ReqlogError.invalid(`${where}.start_time is negative (${input.startTime})`);
   }
+
+  checkNotFuture(input.startTime, `${where}.start_time`, limits, latest);
+  checkNotNegative(input.status, `${where}.status`);
+  checkNotNegative(input.responseSize, `${where}.response_size`);
+  checkNotNegative(input.latency, `${where}.latency`);
 
   if (input.method === "") throw ReqlogError.invalid(`${where}.method is empty`);
   if (input.resource === "") throw ReqlogError.invalid(`${where}.resource is empty`);
@@ -53,6 +67,7 @@ export function prepareRequestLog(input: RequestLog, limits: Limits, where: stri
       `${where}.end_time (${log.endTime}) is before ${where}.start_time (${log.startTime})`,
     );
   }
+  checkNotFuture(log.endTime, endGiven ? `${where}.end_time` : `${where}.end_time (start_time + latency)`, limits, latest);
   if (!latencyGiven) log.latency = log.endTime === 0n ? 0n : log.endTime - log.startTime;
   // Setting the remaining required fields to their (proto default) values
   // marks them present, so that every reply carries them.
@@ -69,6 +84,7 @@ export function prepareRequestLog(input: RequestLog, limits: Limits, where: stri
     incomingLines.map((l) => ({ time: l.time, level: l.level, message: l.logMessage })),
     limits,
     `${where}.line`,
+    latest,
   );
   return {
     log,

@@ -1,12 +1,12 @@
 import { readdirSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "..", "..");
 
 function sources(dir: string): string[] {
   return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile() && e.name.endsWith(".ts"))
+    .filter((e) => e.isFile() && /\.c?ts$/.test(e.name))
     .map((e) => relative(root, join(e.parentPath, e.name)));
 }
 
@@ -40,4 +40,26 @@ describe("layers", () => {
     );
     expect(offending).toEqual([]);
   });
+
+  // Each backend is laid out by data flow (docs/architecture.md): rows/ (stored forms) under write/ and read/,
+  // and a Read never reaches into the write path.
+  for (const backend of ["src/store/sqlite", "src/store/clickhouse"]) {
+    /** `file`'s relative imports that land in one of `folders` of the backend. */
+    const importsInto = (file: string, folders: string[]) =>
+      importsOf(file)
+        .filter((spec) => spec.startsWith("."))
+        .map((spec) => relative(root, join(root, dirname(file), spec)))
+        .filter((target) => folders.some((folder) => target.startsWith(`${backend}/${folder}/`)))
+        .map((target) => `${file} imports ${target}`);
+
+    it(`keeps ${backend}'s read/ out of its write/, and its rows/ out of both`, () => {
+      const read = sources(`${backend}/read`);
+      const rows = sources(`${backend}/rows`);
+      expect(read.length).toBeGreaterThan(3);
+      expect(sources(`${backend}/write`).length).toBeGreaterThan(3);
+      expect(rows.length).toBeGreaterThan(1);
+      expect(read.flatMap((file) => importsInto(file, ["write"]))).toEqual([]);
+      expect(rows.flatMap((file) => importsInto(file, ["read", "write"]))).toEqual([]);
+    });
+  }
 });

@@ -122,6 +122,14 @@ const probes: Record<LimitName, Probe> = {
       return expectOver(client.write(writeOf({ line })), "maxLineBytes", 10);
     },
   },
+  maxFutureSeconds: {
+    value: 60,
+    check: (client) => {
+      // Two minutes ahead of the server's clock: within a day, past 60 s.
+      const soon = BigInt(Date.now()) * 1000n + 120_000_000n;
+      return expectOver(client.write(writeOf({ startTime: soon - 1000n, endTime: soon })), "maxFutureSeconds", 60);
+    },
+  },
   maxStatusBytes: {
     value: 5,
     check: (client) =>
@@ -130,6 +138,10 @@ const probes: Record<LimitName, Probe> = {
   maxRegexBytes: {
     value: 3,
     check: (client) => expectOver(client.read({ appId: "forge", combinedLogRegex: "abcd" }), "maxRegexBytes", 3),
+  },
+  maxRegexCost: {
+    value: 100,
+    check: (client) => expectOver(client.read({ appId: "forge", combinedLogRegex: "a{200}" }), "maxRegexCost", 100),
   },
   readScanRows: {
     value: 5,

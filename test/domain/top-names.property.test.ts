@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { addToTopNames, emptyTopNames, topNamesCapacity, topNamesOf, type TopNames } from "../../src/domain/top-names.js";
-import { decodeTopNames, encodeTopNames } from "../../src/store/sqlite/top-names-blob.js";
+import { decodeTopNames, encodeTopNames } from "../../src/store/sqlite/rows/top-names-blob.js";
 
 /**
  * Writes to a few periods, as the rollups make them: a batch of requests
@@ -86,6 +86,44 @@ describe("top names (Space-Saving with removals)", () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it("lets go of the same names whether a summary is kept in memory across writes or read back from its column each time (property)", () => {
+    // A full summary whose names come and go, and whose counts also fall by a little (below the least let go).
+    const churn = fc.record({ name: fc.nat(2 * topNamesCapacity - 1), add: fc.boolean(), requests: fc.integer({ min: 1, max: 3 }) });
+    fc.assert(
+      fc.property(fc.array(churn, { maxLength: 2000 }), (ops) => {
+        // The writer keeps summaries decoded across writes (with what it learnt of their counts); a reader decodes
+        // them afresh: both must hold the same names, counts and order.
+        let kept = emptyTopNames();
+        let reread = emptyTopNames();
+        const exact = new Map<string, number>();
+        for (const o of ops) {
+          const name = `10.0.${o.name >> 8}.${o.name & 255}`;
+          const requests = o.add ? o.requests : -Math.min(o.requests, exact.get(name) ?? 0);
+          if (requests === 0) continue;
+          exact.set(name, (exact.get(name) ?? 0) + requests);
+          addToTopNames(kept, name, requests, 0);
+          addToTopNames(reread, name, requests, 0);
+          reread = decodeTopNames(encodeTopNames(reread));
+        }
+        kept = decodeTopNames(encodeTopNames(kept));
+        expect([...kept.entries]).toEqual([...reread.entries]);
+        expect(kept.floor).toBe(reread.floor);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("lets go of the name whose count fell below every other, wherever it stands in a summary kept in memory", () => {
+    const summary = emptyTopNames();
+    for (let i = 0; i < topNamesCapacity; i++) addToTopNames(summary, `n${i}`, 5, 0);
+    addToTopNames(summary, "first-new", 1, 0); // lets go of n0, the first of the least (5)
+    addToTopNames(summary, "n50", -3, 0); // now the least (2), in the middle
+    addToTopNames(summary, "second-new", 1, 0);
+    expect(summary.entries.has("n50")).toBe(false);
+    expect(summary.entries.has("n1")).toBe(true);
+    expect(summary.floor).toBe(5);
   });
 
   it("finds a heavy hitter among a stream of one-off names, with its exact count", () => {

@@ -16,7 +16,7 @@ import type { RunningServer } from "../../src/grpc/server.js";
 import { dashboardPages } from "../../src/http/dashboard-pages.js";
 import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createLogger } from "../../src/logger.js";
-import { type ReqlogServer, startReqlogServer } from "../../src/reqlog-server.js";
+import { type ReqlogServer, type ReqlogServerOptions, startReqlogServer } from "../../src/reqlog-server.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { t0 } from "./fixtures.js";
 import { createTestClient, type TestClient } from "./test-client.js";
@@ -39,6 +39,10 @@ export interface TestServerOptions {
   dashboard?: boolean;
   /** Threads that decode large Writes and Ingest batches (default 0, as in production). */
   prepareWorkers?: number;
+  /** The request metrics and log-based metrics on /metrics (with `http`). */
+  appMetrics?: ReqlogServerOptions["appMetrics"];
+  /** Alertmanager whose alerts the Alerts RPC shows. */
+  alertmanager?: ReqlogServerOptions["alertmanager"];
   /** TLS for the server; the client then connects with `clientTls`. */
   credentials?: ServerCredentials;
   clientTls?: SecureClientSessionOptions;
@@ -94,6 +98,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     credentials: options.credentials,
     monotonicNow: options.monotonicNow,
     prepareWorkers: options.prepareWorkers,
+    appMetrics: options.appMetrics,
+    alertmanager: options.alertmanager,
   });
   const server = reqlog.grpc;
   const clients: TestClient[] = [];

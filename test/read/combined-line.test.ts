@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { formatCombined } from "../../src/format/combined-line.js";
-import { combinedLineOf, combinedMatchArgsSql } from "../../src/store/sqlite/combined-match.js";
+import { combinedLineOf, combinedMatchArgsSql } from "../../src/store/sqlite/read/combined-match.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
 import { useTestServer } from "../helpers/test-server.js";
 

@@ -1077,13 +1077,28 @@ function describeUsage(h: Harness): void {
 const total = (xs: readonly { requests: number; bytes: number; lines: number }[]) =>
   xs.reduce((s, x) => ({ requests: s.requests + x.requests, bytes: s.bytes + x.bytes, lines: s.lines + x.lines }), { requests: 0, bytes: 0, lines: 0 });
 
-/** Writes (records with lines), flushes, the clock moving on, and retention. */
+/** One record written, with its lines. */
+const usageWrite = fc
+  .tuple(fc.nat(12), fc.nat(2), fc.boolean(), fc.nat(6), fc.nat(3_599_999_999), fc.nat(3), fc.nat(40))
+  .map(([req, version, finished, endHour, offset, lines, text]) => ({ kind: "write" as const, req, version, finished, endHour, offset, lines, text }));
+type UsageWrite = typeof usageWrite extends fc.Arbitrary<infer T> ? T : never;
+
+/**
+ * Writes (records with lines, alone, several in one call, which may name a
+ * request twice: stored, then rewritten or finished in the same call; or
+ * calls at once, which may share one group commit), flushes, the clock
+ * moving on, and retention.
+ */
 const usageOp = fc.oneof(
+  { arbitrary: usageWrite, weight: 5 },
   {
-    arbitrary: fc
-      .tuple(fc.nat(12), fc.nat(2), fc.boolean(), fc.nat(6), fc.nat(3_599_999_999), fc.nat(3), fc.nat(40))
-      .map(([req, version, finished, endHour, offset, lines, text]) => ({ kind: "write" as const, req, version, finished, endHour, offset, lines, text })),
-    weight: 5,
+    arbitrary: fc.array(usageWrite, { minLength: 2, maxLength: 4 }).map((writes) => ({ kind: "batch" as const, writes })),
+    weight: 2,
+  },
+  {
+    // Of different requests: which of two calls at once a backend runs first is not promised.
+    arbitrary: fc.uniqueArray(usageWrite, { selector: (w) => w.req, minLength: 2, maxLength: 3 }).map((writes) => ({ kind: "together" as const, writes })),
+    weight: 1,
   },
   { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(12), lines: fc.integer({ min: 1, max: 3 }), text: fc.nat(200) }), weight: 3 },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
@@ -1123,6 +1138,29 @@ function createUsageModel(h: Harness, app: string) {
     lines.forEach((l, pos) => r.lines.set(`${l.time}/${pos}/${l.level}/${l.logMessage}`, l));
   /** Any complete record: the bytes its lines add are the same on every record. */
   const carrier = asStored(minimalLog(), []);
+  /** A record to write, and how the model counts it once it is stored. */
+  const written = (op: UsageWrite) => {
+    const id = `r${op.req}`;
+    const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(i), i % 5, text(op.text + i)));
+    const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
+    const [prepared] = prepare(
+      minimalLog({
+        appId: app, requestId: rid(id), versionId: `v${op.version}`, startTime: h0,
+        finished: op.finished, endTime: op.finished ? end : 0n, userAgent: text(op.text), line: lines,
+      }),
+    );
+    return {
+      prepared: prepared!,
+      count() {
+        const r = requests.get(id) ?? { finished: false, version: "", sortTime: 0n, lines: new Map() };
+        if (!(r.finished && !op.finished)) {
+          Object.assign(r, { record: prepared!.log, finished: op.finished, version: `v${op.version}`, sortTime: op.finished ? end : h.now });
+        }
+        addLines(r, lines);
+        requests.set(id, r);
+      },
+    };
+  };
 
   return {
     async apply(op: UsageOp): Promise<void> {
@@ -1136,23 +1174,19 @@ function createUsageModel(h: Harness, app: string) {
         if (!r.finished) r.sortTime = h.now;
         addLines(r, lines);
         requests.set(id, r);
+      } else if (op.kind === "write") {
+        const write = written(op);
+        await h.store.write([write.prepared], signal);
+        write.count();
+      } else if (op.kind === "batch") {
+        const writes = op.writes.map(written);
+        await h.store.write(writes.map((w) => w.prepared), signal);
+        for (const w of writes) w.count();
       } else {
-        const id = `r${op.req}`;
-        const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(i), i % 5, text(op.text + i)));
-        const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
-        const [prepared] = prepare(
-          minimalLog({
-            appId: app, requestId: rid(id), versionId: `v${op.version}`, startTime: h0,
-            finished: op.finished, endTime: op.finished ? end : 0n, userAgent: text(op.text), line: lines,
-          }),
-        );
-        await h.store.write([prepared!], signal);
-        const r = requests.get(id) ?? { finished: false, version: "", sortTime: 0n, lines: new Map() };
-        if (!(r.finished && !op.finished)) {
-          Object.assign(r, { record: prepared!.log, finished: op.finished, version: `v${op.version}`, sortTime: op.finished ? end : h.now });
-        }
-        addLines(r, lines);
-        requests.set(id, r);
+        // Started in one turn of the event loop: one group commit, the writes in the order they were made.
+        const writes = op.writes.map(written);
+        await Promise.all(writes.map((w) => h.store.write([w.prepared], signal)));
+        for (const w of writes) w.count();
       }
     },
     /** The usage buckets (one hour each) the writes add up to, by hour then version. */
@@ -1580,6 +1614,21 @@ function describeStats(h: Harness): void {
       expect((await stats({}, { maxStatsRecords: 4 })).records).toHaveLength(4);
     });
 
+    it("refuses an open range whose stored hours hold more buckets than maxRecords before it walks them", async () => {
+      await seedStats();
+      // A request that ends in the year 3000, stored by a writer that did not bound end times (as reqlog once did).
+      const far = 32_503_680_000n * sec;
+      const log = request("far", 0n, "/api/v1/teams/9", 200, 1000n, { startTime: far - 1000n, endTime: far });
+      await h.store.write([prepareRequestLog(log, defaultLimits, "log[0]", far)], signal);
+      const days = Math.ceil((hourOf(far) + 1 - hour) / 24);
+      const err = await failure(stats({ startTime: h0 / sec, resolutionHours: 24 }, { maxStatsRecords: 1000 }));
+      expect(err.code).toBe(Code.RESOURCE_EXHAUSTED);
+      expect(err.message).toBe(statsTooLarge(1000, days).message);
+      // One bucket for the whole range still answers.
+      const whole = await stats({ startTime: h0 / sec, resolutionHours: 0 }, { maxStatsRecords: 1000 });
+      expect(whole.buckets.map((b) => b.requests)).toEqual([6]);
+    });
+
     it("always equals a recount of the finished requests written, after random writes, updates and deletions (property)", async () => {
       let run = 0;
       await fc.assert(
@@ -1680,24 +1729,32 @@ function forgeResource(route: number, n: number): { resource: string; urlMapEntr
 }
 
 /** Writes (new, rewritten, completed, or a late in-progress one), the clock moving on, and retention. */
+/** One request written (finished or in progress). */
+const statsWrite = fc.record({
+  kind: fc.constant("write" as const),
+  req: fc.nat(9),
+  version: fc.nat(1),
+  finished: fc.nat(3).map((n) => n > 0),
+  // Mostly the same few hours; some a day or two on, so that ranges hold whole days (day rollups).
+  endHour: fc.oneof({ arbitrary: fc.nat(4), weight: 3 }, { arbitrary: fc.integer({ min: 5, max: 60 }), weight: 1 }),
+  offset: fc.nat(3_599_999_999),
+  route: fc.nat(5),
+  status: fc.constantFrom(200, 201, 304, 404, 429, 500, 503, 0, 700),
+  latency: fc.oneof(fc.nat(2000), fc.nat(30_000_000)),
+  size: fc.nat(100_000),
+  agent: fc.nat(statsAgents.length - 1),
+  ip: fc.nat(statsIps.length - 1),
+});
+type StatsWrite = typeof statsWrite extends fc.Arbitrary<infer T> ? T : never;
+
+/** Writes (alone, several in one call naming a request more than once, or calls at once), the clock, retention. */
 const statsOp = fc.oneof(
+  { arbitrary: statsWrite, weight: 6 },
+  { arbitrary: fc.array(statsWrite, { minLength: 2, maxLength: 4 }).map((writes) => ({ kind: "batch" as const, writes })), weight: 2 },
   {
-    arbitrary: fc.record({
-      kind: fc.constant("write" as const),
-      req: fc.nat(9),
-      version: fc.nat(1),
-      finished: fc.nat(3).map((n) => n > 0),
-      // Mostly the same few hours; some a day or two on, so that ranges hold whole days (day rollups).
-      endHour: fc.oneof({ arbitrary: fc.nat(4), weight: 3 }, { arbitrary: fc.integer({ min: 5, max: 60 }), weight: 1 }),
-      offset: fc.nat(3_599_999_999),
-      route: fc.nat(5),
-      status: fc.constantFrom(200, 201, 304, 404, 429, 500, 503, 0, 700),
-      latency: fc.oneof(fc.nat(2000), fc.nat(30_000_000)),
-      size: fc.nat(100_000),
-      agent: fc.nat(statsAgents.length - 1),
-      ip: fc.nat(statsIps.length - 1),
-    }),
-    weight: 6,
+    // Of different requests: which of two calls at once a backend runs first is not promised.
+    arbitrary: fc.uniqueArray(statsWrite, { selector: (w) => w.req, minLength: 2, maxLength: 3 }).map((writes) => ({ kind: "together" as const, writes })),
+    weight: 1,
   },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(5).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
@@ -1719,22 +1776,21 @@ interface StatsModelEntry {
 /** What one app's writes add up to in Stats, counted from what was written. */
 function createStatsModel(h: Harness, app: string) {
   const requests = new Map<string, StatsModelEntry>();
-  return {
-    async apply(op: StatsOp): Promise<void> {
-      if (op.kind === "clock" || op.kind === "expire") {
-        await passTime(h, requests, op);
-      } else {
-        const id = `r${op.req}`;
-        const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
-        const latency = BigInt(op.latency);
-        const [prepared] = prepare(
-          minimalLog({
-            appId: app, requestId: rid(id), versionId: `v${op.version}`, ...forgeResource(op.route, op.req),
-            finished: op.finished, startTime: end - latency, ...(op.finished ? { endTime: end, latency } : {}),
-            status: op.status, responseSize: BigInt(op.size), userAgent: statsAgents[op.agent], ip: statsIps[op.ip],
-          }),
-        );
-        await h.store.write([prepared!], signal);
+  /** A request to write, and how the model counts it once it is stored. */
+  const written = (op: StatsWrite) => {
+    const id = `r${op.req}`;
+    const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
+    const latency = BigInt(op.latency);
+    const [prepared] = prepare(
+      minimalLog({
+        appId: app, requestId: rid(id), versionId: `v${op.version}`, ...forgeResource(op.route, op.req),
+        finished: op.finished, startTime: end - latency, ...(op.finished ? { endTime: end, latency } : {}),
+        status: op.status, responseSize: BigInt(op.size), userAgent: statsAgents[op.agent], ip: statsIps[op.ip],
+      }),
+    );
+    return {
+      prepared: prepared!,
+      count() {
         const r = requests.get(id);
         // A finished record is never turned back into an in-progress one.
         if (r?.finished && !op.finished) return;
@@ -1744,6 +1800,25 @@ function createStatsModel(h: Harness, app: string) {
           version: `v${op.version}`,
           facts: op.finished ? statsFactsOf(prepared!.log) : undefined,
         });
+      },
+    };
+  };
+  return {
+    async apply(op: StatsOp): Promise<void> {
+      if (op.kind === "clock" || op.kind === "expire") {
+        await passTime(h, requests, op);
+      } else if (op.kind === "write") {
+        const write = written(op);
+        await h.store.write([write.prepared], signal);
+        write.count();
+      } else if (op.kind === "batch") {
+        const writes = op.writes.map(written);
+        await h.store.write(writes.map((w) => w.prepared), signal);
+        for (const w of writes) w.count();
+      } else {
+        const writes = op.writes.map(written);
+        await Promise.all(writes.map((w) => h.store.write([w.prepared], signal)));
+        for (const w of writes) w.count();
       }
     },
     /** The finished requests that `keep` keeps, grouped by `key`: requests, errors, bytes and latencies. */

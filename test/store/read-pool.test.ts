@@ -11,7 +11,7 @@ import { planRead } from "../../src/query/read-plan.js";
 import { planStats } from "../../src/query/stats-plan.js";
 import { Code, ReqlogError } from "../../src/reqlog-error.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
-import { createStatsReader, readsFewRows } from "../../src/store/sqlite/sqlite-stats.js";
+import { createStatsReader, readsFewRows } from "../../src/store/sqlite/stats/sqlite-stats.js";
 import type { ReadResult } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
@@ -117,6 +117,21 @@ describe("read workers", () => {
       code: Code.RESOURCE_EXHAUSTED,
       message: expect.stringMatching(/^number of Stats records .* is more than 0, over the limit max-stats-records=0/),
     });
+  });
+
+  it("stops a Stats walk with CANCELLED once its call's cancel flag is set, and answers CANCELLED to a cancelled Stats on a worker", async () => {
+    const plan = planStats(create(StatsRequestSchema, { appId: "forge", perVersion: true, topN: 3 }), limits);
+    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    const reader = createStatsReader(backend.db);
+    expect(reader(plan, cancel).records.reduce((n, r) => n + r.requests, 0)).toBe(rows);
+    Atomics.store(cancel, 0, 1);
+    expect(() => reader(plan, cancel)).toThrow(expect.objectContaining({ code: Code.CANCELLED }));
+
+    const controller = new AbortController();
+    const stats = backend.store.stats(plan, controller.signal);
+    controller.abort();
+    await expect(stats).rejects.toMatchObject({ code: Code.CANCELLED });
+    expect(await newestFive()).toEqual(expectedFive);
   });
 
   it("leaves to the calling thread only a time series of at most a month with no per-route, version or bot work", () => {

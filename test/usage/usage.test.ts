@@ -131,8 +131,10 @@ describe("Usage", () => {
  */
 describe("Usage of 140,000 records", () => {
   const hours = 70_000;
+  // Eight years up to h0: a writer may not give times more than a day ahead of the server's clock.
+  const from = h0 - hours * hour;
   const versions = ["v1", "v2"];
-  const closed = { startTime: h0, endTime: h0 + hours * hour, resolutionHours: 1 };
+  const closed = { startTime: from, endTime: from + hours * hour, resolutionHours: 1 };
   const tooLarge = {
     code: Code.RESOURCE_EXHAUSTED,
     details:
@@ -143,7 +145,7 @@ describe("Usage of 140,000 records", () => {
   // Same-width ids and times: every record is stored at the same size.
   const requestId = (version: string, h: number) => rid(`${version}-${String(h).padStart(5, "0")}`);
   const recordAt = (version: string, h: number): RequestLog =>
-    minimalLog({ requestId: requestId(version, h), versionId: version, startTime: usec(h0 + h * hour), endTime: usec(h0 + h * hour + 1) });
+    minimalLog({ requestId: requestId(version, h), versionId: version, startTime: usec(from + h * hour), endTime: usec(from + h * hour + 1) });
 
   const folder = mkdtempSync(join(tmpdir(), "reqlog-usage-"));
   const dbPath = join(folder, "reqlog.db");
@@ -179,8 +181,8 @@ describe("Usage of 140,000 records", () => {
 
     it.each<[string, UsageInit]>([
       ["no start or end", { resolutionHours: 1 }],
-      ["a start only", { startTime: h0, resolutionHours: 1 }],
-      ["an end only", { endTime: h0 + hours * hour, resolutionHours: 1 }],
+      ["a start only", { startTime: from, resolutionHours: 1 }],
+      ["an end only", { endTime: from + hours * hour, resolutionHours: 1 }],
     ])("refuses an open range (%s) the same way", async (_name, init) => {
       expect(await callError(usage(init))).toEqual(tooLarge);
     });
@@ -199,11 +201,11 @@ describe("Usage of 140,000 records", () => {
         expect(own.reduce((s, u) => s + u.count, 0n)).toBe(BigInt(hours));
         expect(own.reduce((s, u) => s + u.totalSize, 0n)).toBe(BigInt(hours * recordBytes));
       }
-      expect(r.usage[0]).toMatchObject({ versionId: "v1", startTime: h0, endTime: h0 + hour, count: 1n });
-      expect(r.usage.at(-1)).toMatchObject({ versionId: "v2", startTime: h0 + (hours - 1) * hour, endTime: h0 + hours * hour, count: 1n });
+      expect(r.usage[0]).toMatchObject({ versionId: "v1", startTime: from, endTime: from + hour, count: 1n });
+      expect(r.usage.at(-1)).toMatchObject({ versionId: "v2", startTime: from + (hours - 1) * hour, endTime: from + hours * hour, count: 1n });
       expect(r.summary).toMatchObject({
-        startTime: h0,
-        endTime: h0 + hours * hour,
+        startTime: from,
+        endTime: from + hours * hour,
         count: BigInt(hours * versions.length),
         totalSize: BigInt(hours * versions.length * recordBytes),
         records: 0,

@@ -71,6 +71,34 @@ const cases: [string, () => Promise<unknown>, number, string | RegExp][] = [
     `log[0].end_time (${t0 - 1n}) is before log[0].start_time (${t0})`,
   ],
   [
+    // 2^63 - 1 µs: it sorted first forever, its combined line read [NaN/undefined/NaN…], and Stats stepped to it.
+    "an end time far in the future, naming the field and the limit",
+    () => write(minimalLog({ endTime: 2n ** 63n - 1n })),
+    Code.INVALID_ARGUMENT,
+    /^how far log\[0\]\.end_time \(9223372036854775807 µs\) lies ahead of the server's clock, in seconds, is 922\d{10}, over the limit max-future-seconds=86400: times are microseconds since 1970-01-01T00:00:00Z$/,
+  ],
+  [
+    "a start time two days ahead of the server's clock",
+    () => write(minimalLog({ startTime: BigInt(Date.now() + 2 * 86_400_000) * 1000n })),
+    Code.INVALID_ARGUMENT,
+    /^how far log\[0\]\.start_time \(20\d\d-\d\d-\d\dT[\d:.]+Z\) lies ahead of the server's clock, in seconds, is 17\d{4}, over the limit max-future-seconds=86400/,
+  ],
+  [
+    "an end time derived from a latency that puts it in the future",
+    () => write(minimalLog({ latency: 10n ** 15n })),
+    Code.INVALID_ARGUMENT,
+    /^how far log\[0\]\.end_time \(start_time \+ latency\) \(.*\) lies ahead of the server's clock/,
+  ],
+  [
+    "an app line time far in the future",
+    () => write(minimalLog({ line: [create(LogLineSchema, { time: 10n ** 18n, level: 1, logMessage: "m" })] })),
+    Code.INVALID_ARGUMENT,
+    /^how far log\[0\]\.line\[0\]\.time \(1000000000000000000 µs\) lies ahead of the server's clock, in seconds, is \d+, over the limit max-future-seconds=86400/,
+  ],
+  ["a negative status", () => write(minimalLog({ status: -200 })), Code.INVALID_ARGUMENT, "log[0].status is negative (-200)"],
+  ["a negative response size", () => write(minimalLog({ responseSize: -1n })), Code.INVALID_ARGUMENT, "log[0].response_size is negative (-1)"],
+  ["a negative latency", () => write(minimalLog({ latency: -5n, endTime: t0 + 10n })), Code.INVALID_ARGUMENT, "log[0].latency is negative (-5)"],
+  [
     "an app line level outside 0..4",
     () => write(minimalLog({ line: [create(LogLineSchema, { time: t0, level: 9, logMessage: "m" })] })),
     Code.INVALID_ARGUMENT,

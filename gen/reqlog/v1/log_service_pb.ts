@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file reqlog/v1/log_service.proto.
  */
 export const file_reqlog_v1_log_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzIpwCCgxTdGF0c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEjMKDm1vZHVsZV92ZXJzaW9uGAIgAygLMhsucmVxbG9nLnYxLkxvZ01vZHVsZVZlcnNpb24SEgoKc3RhcnRfdGltZRgDIAEoAxIQCghlbmRfdGltZRgEIAEoAxIbChByZXNvbHV0aW9uX2hvdXJzGAUgASgNOgExEhMKC3Blcl92ZXJzaW9uGAYgASgIEhQKDHN0YXR1c19jbGFzcxgHIAMoBRIgChhleGNsdWRlX3VzZXJfYWdlbnRfcmVnZXgYCCABKAkSEQoFdG9wX24YCSABKA06AjEwEiQKBXNwbGl0GAogASgOMhUucmVxbG9nLnYxLlN0YXRzU3BsaXQimAEKDFN0YXRzRmlndXJlcxIQCghyZXF1ZXN0cxgBIAIoAxIOCgZlcnJvcnMYAiACKAMSEgoKYnl0ZXNfc2VudBgDIAIoAxITCgtsYXRlbmN5X3A1MBgEIAIoAxITCgtsYXRlbmN5X3A5MBgFIAIoAxITCgtsYXRlbmN5X3A5ORgGIAIoAxITCgtsYXRlbmN5X21heBgHIAIoAyKpAQoLU3RhdHNSZWNvcmQSEgoKc3RhcnRfdGltZRgBIAIoAxIQCghlbmRfdGltZRgCIAIoAxINCgVyb3V0ZRgDIAEoCRIUCgxzdGF0dXNfY2xhc3MYBCACKAUSEQoJbW9kdWxlX2lkGAUgASgJEhIKCnZlcnNpb25faWQYBiABKAkSKAoHZmlndXJlcxgHIAIoCzIXLnJlcWxvZy52MS5TdGF0c0ZpZ3VyZXMiRQoKU3RhdHNSb3V0ZRINCgVyb3V0ZRgBIAEoCRIoCgdmaWd1cmVzGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcyJ5CgtTdGF0c0J1Y2tldBISCgpzdGFydF90aW1lGAEgAigDEhAKCGVuZF90aW1lGAIgAigDEigKB2ZpZ3VyZXMYAyACKAsyFy5yZXFsb2cudjEuU3RhdHNGaWd1cmVzEhoKDmNsYXNzX3JlcXVlc3RzGAQgAygDQgIQASJQCgtTdGF0c0NsaWVudBIMCgRuYW1lGAEgASgJEhAKCHJlcXVlc3RzGAIgAigDEg4KBmVycm9ycxgDIAIoAxIRCgltYXhfZXJyb3IYBCABKAMi8wIKDVN0YXRzUmVzcG9uc2USJgoGcmVjb3JkGAEgAygLMhYucmVxbG9nLnYxLlN0YXRzUmVjb3JkEiYKBXRvdGFsGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcxISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEjQKFXRvcF9yb3V0ZV9ieV9yZXF1ZXN0cxgFIAMoCzIVLnJlcWxvZy52MS5TdGF0c1JvdXRlEi8KEHRvcF9yb3V0ZV9ieV9wOTkYBiADKAsyFS5yZXFsb2cudjEuU3RhdHNSb3V0ZRItCg10b3BfY2xpZW50X2lwGAcgAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50Ei4KDnRvcF91c2VyX2FnZW50GAggAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50EiYKBmJ1Y2tldBgJIAMoCzIWLnJlcWxvZy52MS5TdGF0c0J1Y2tldCpzCgpTdGF0c1NwbGl0EhsKF1NUQVRTX1NQTElUX1VOU1BFQ0lGSUVEEAASGwoXU1RBVFNfU1BMSVRfUk9VVEVfQ0xBU1MQARIVChFTVEFUU19TUExJVF9DTEFTUxACEhQKEFNUQVRTX1NQTElUX05PTkUQAzLLBAoKTG9nU2VydmljZRI4CgVGbHVzaBIXLnJlcWxvZy52MS5GbHVzaFJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkSQAoJU2V0U3RhdHVzEhsucmVxbG9nLnYxLlNldFN0YXR1c1JlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkSPQoEUmVhZBIZLnJlcWxvZy52MS5Mb2dSZWFkUmVxdWVzdBoaLnJlcWxvZy52MS5Mb2dSZWFkUmVzcG9uc2USQAoFVXNhZ2USGi5yZXFsb2cudjEuTG9nVXNhZ2VSZXF1ZXN0GhsucmVxbG9nLnYxLkxvZ1VzYWdlUmVzcG9uc2USOgoFV3JpdGUSFy5yZXFsb2cudjEuV3JpdGVSZXF1ZXN0GhgucmVxbG9nLnYxLldyaXRlUmVzcG9uc2USSQoKTGlzdFN0YXR1cxIcLnJlcWxvZy52MS5MaXN0U3RhdHVzUmVxdWVzdBodLnJlcWxvZy52MS5MaXN0U3RhdHVzUmVzcG9uc2USPAoGSW5nZXN0EhgucmVxbG9nLnYxLkluZ2VzdFJlcXVlc3QaFC5yZXFsb2cudjEuSW5nZXN0QWNrKAEwARI/CgRUYWlsEhkucmVxbG9nLnYxLkxvZ1JlYWRSZXF1ZXN0GhoucmVxbG9nLnYxLkxvZ1JlYWRSZXNwb25zZTABEjoKBVN0YXRzEhcucmVxbG9nLnYxLlN0YXRzUmVxdWVzdBoYLnJlcWxvZy52MS5TdGF0c1Jlc3BvbnNl", [file_google_protobuf_empty]);
+  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzIpwCCgxTdGF0c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEjMKDm1vZHVsZV92ZXJzaW9uGAIgAygLMhsucmVxbG9nLnYxLkxvZ01vZHVsZVZlcnNpb24SEgoKc3RhcnRfdGltZRgDIAEoAxIQCghlbmRfdGltZRgEIAEoAxIbChByZXNvbHV0aW9uX2hvdXJzGAUgASgNOgExEhMKC3Blcl92ZXJzaW9uGAYgASgIEhQKDHN0YXR1c19jbGFzcxgHIAMoBRIgChhleGNsdWRlX3VzZXJfYWdlbnRfcmVnZXgYCCABKAkSEQoFdG9wX24YCSABKA06AjEwEiQKBXNwbGl0GAogASgOMhUucmVxbG9nLnYxLlN0YXRzU3BsaXQimAEKDFN0YXRzRmlndXJlcxIQCghyZXF1ZXN0cxgBIAIoAxIOCgZlcnJvcnMYAiACKAMSEgoKYnl0ZXNfc2VudBgDIAIoAxITCgtsYXRlbmN5X3A1MBgEIAIoAxITCgtsYXRlbmN5X3A5MBgFIAIoAxITCgtsYXRlbmN5X3A5ORgGIAIoAxITCgtsYXRlbmN5X21heBgHIAIoAyKpAQoLU3RhdHNSZWNvcmQSEgoKc3RhcnRfdGltZRgBIAIoAxIQCghlbmRfdGltZRgCIAIoAxINCgVyb3V0ZRgDIAEoCRIUCgxzdGF0dXNfY2xhc3MYBCACKAUSEQoJbW9kdWxlX2lkGAUgASgJEhIKCnZlcnNpb25faWQYBiABKAkSKAoHZmlndXJlcxgHIAIoCzIXLnJlcWxvZy52MS5TdGF0c0ZpZ3VyZXMiRQoKU3RhdHNSb3V0ZRINCgVyb3V0ZRgBIAEoCRIoCgdmaWd1cmVzGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcyJ5CgtTdGF0c0J1Y2tldBISCgpzdGFydF90aW1lGAEgAigDEhAKCGVuZF90aW1lGAIgAigDEigKB2ZpZ3VyZXMYAyACKAsyFy5yZXFsb2cudjEuU3RhdHNGaWd1cmVzEhoKDmNsYXNzX3JlcXVlc3RzGAQgAygDQgIQASJQCgtTdGF0c0NsaWVudBIMCgRuYW1lGAEgASgJEhAKCHJlcXVlc3RzGAIgAigDEg4KBmVycm9ycxgDIAIoAxIRCgltYXhfZXJyb3IYBCABKAMi8wIKDVN0YXRzUmVzcG9uc2USJgoGcmVjb3JkGAEgAygLMhYucmVxbG9nLnYxLlN0YXRzUmVjb3JkEiYKBXRvdGFsGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcxISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEjQKFXRvcF9yb3V0ZV9ieV9yZXF1ZXN0cxgFIAMoCzIVLnJlcWxvZy52MS5TdGF0c1JvdXRlEi8KEHRvcF9yb3V0ZV9ieV9wOTkYBiADKAsyFS5yZXFsb2cudjEuU3RhdHNSb3V0ZRItCg10b3BfY2xpZW50X2lwGAcgAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50Ei4KDnRvcF91c2VyX2FnZW50GAggAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50EiYKBmJ1Y2tldBgJIAMoCzIWLnJlcWxvZy52MS5TdGF0c0J1Y2tldCJFCg1BbGVydHNSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgpzdGFydF90aW1lGAIgASgDEhAKCGVuZF90aW1lGAMgASgDIikKCkFsZXJ0TGFiZWwSDAoEbmFtZRgBIAIoCRINCgV2YWx1ZRgCIAIoCSKLAgoFQWxlcnQSDAoEbmFtZRgBIAIoCRIkCgVzdGF0ZRgCIAIoDjIVLnJlcWxvZy52MS5BbGVydFN0YXRlEhIKCnN0YXJ0X3RpbWUYAyACKAMSEAoIZW5kX3RpbWUYBCABKAMSDQoFcm91dGUYBSABKAkSEAoIc2V2ZXJpdHkYBiABKAkSDwoHc3VtbWFyeRgHIAEoCRIPCgdydW5ib29rGAggASgJEhMKC3J1bmJvb2tfdXJsGAkgASgJEiQKBWxhYmVsGAogAygLMhUucmVxbG9nLnYxLkFsZXJ0TGFiZWwSEwoLZmluZ2VycHJpbnQYCyACKAkSFQoNZ2VuZXJhdG9yX3VybBgMIAEoCSIxCg5BbGVydHNSZXNwb25zZRIfCgVhbGVydBgBIAMoCzIQLnJlcWxvZy52MS5BbGVydCpzCgpTdGF0c1NwbGl0EhsKF1NUQVRTX1NQTElUX1VOU1BFQ0lGSUVEEAASGwoXU1RBVFNfU1BMSVRfUk9VVEVfQ0xBU1MQARIVChFTVEFUU19TUExJVF9DTEFTUxACEhQKEFNUQVRTX1NQTElUX05PTkUQAyp3CgpBbGVydFN0YXRlEhsKF0FMRVJUX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSQUxFUlRfU1RBVEVfRklSSU5HEAESGgoWQUxFUlRfU1RBVEVfU1VQUFJFU1NFRBACEhgKFEFMRVJUX1NUQVRFX1JFU09MVkVEEAMyigUKCkxvZ1NlcnZpY2USOAoFRmx1c2gSFy5yZXFsb2cudjEuRmx1c2hSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5EkAKCVNldFN0YXR1cxIbLnJlcWxvZy52MS5TZXRTdGF0dXNSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5Ej0KBFJlYWQSGS5yZXFsb2cudjEuTG9nUmVhZFJlcXVlc3QaGi5yZXFsb2cudjEuTG9nUmVhZFJlc3BvbnNlEkAKBVVzYWdlEhoucmVxbG9nLnYxLkxvZ1VzYWdlUmVxdWVzdBobLnJlcWxvZy52MS5Mb2dVc2FnZVJlc3BvbnNlEjoKBVdyaXRlEhcucmVxbG9nLnYxLldyaXRlUmVxdWVzdBoYLnJlcWxvZy52MS5Xcml0ZVJlc3BvbnNlEkkKCkxpc3RTdGF0dXMSHC5yZXFsb2cudjEuTGlzdFN0YXR1c1JlcXVlc3QaHS5yZXFsb2cudjEuTGlzdFN0YXR1c1Jlc3BvbnNlEjwKBkluZ2VzdBIYLnJlcWxvZy52MS5Jbmdlc3RSZXF1ZXN0GhQucmVxbG9nLnYxLkluZ2VzdEFjaygBMAESPwoEVGFpbBIZLnJlcWxvZy52MS5Mb2dSZWFkUmVxdWVzdBoaLnJlcWxvZy52MS5Mb2dSZWFkUmVzcG9uc2UwARI6CgVTdGF0cxIXLnJlcWxvZy52MS5TdGF0c1JlcXVlc3QaGC5yZXFsb2cudjEuU3RhdHNSZXNwb25zZRI9CgZBbGVydHMSGC5yZXFsb2cudjEuQWxlcnRzUmVxdWVzdBoZLnJlcWxvZy52MS5BbGVydHNSZXNwb25zZQ", [file_google_protobuf_empty]);
 
 /**
  * The error codes a failed call carries, as the reason of a google.rpc.ErrorInfo
@@ -1344,6 +1344,180 @@ export const StatsResponseSchema: GenMessage<StatsResponse> = /*@__PURE__*/
   messageDesc(file_reqlog_v1_log_service, 28);
 
 /**
+ * Which alerts of an app to list (times in seconds since the epoch).
+ *
+ * @generated from message reqlog.v1.AlertsRequest
+ */
+export type AlertsRequest = Message<"reqlog.v1.AlertsRequest"> & {
+  /**
+   * @generated from field: required string app_id = 1;
+   */
+  appId: string;
+
+  /**
+   * Alerts firing at any time in [start_time, end_time). Unset start: every
+   * alert the server knows of; unset end: up to now.
+   *
+   * @generated from field: optional int64 start_time = 2;
+   */
+  startTime: bigint;
+
+  /**
+   * @generated from field: optional int64 end_time = 3;
+   */
+  endTime: bigint;
+};
+
+/**
+ * Describes the message reqlog.v1.AlertsRequest.
+ * Use `create(AlertsRequestSchema)` to create a new message.
+ */
+export const AlertsRequestSchema: GenMessage<AlertsRequest> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 29);
+
+/**
+ * A label of an alert.
+ *
+ * @generated from message reqlog.v1.AlertLabel
+ */
+export type AlertLabel = Message<"reqlog.v1.AlertLabel"> & {
+  /**
+   * @generated from field: required string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: required string value = 2;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message reqlog.v1.AlertLabel.
+ * Use `create(AlertLabelSchema)` to create a new message.
+ */
+export const AlertLabelSchema: GenMessage<AlertLabel> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 30);
+
+/**
+ * One period an alert of the app fired, as Alertmanager held it (the
+ * alerts whose "app" label is the app).
+ *
+ * @generated from message reqlog.v1.Alert
+ */
+export type Alert = Message<"reqlog.v1.Alert"> & {
+  /**
+   * Its alertname label.
+   *
+   * @generated from field: required string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: required reqlog.v1.AlertState state = 2;
+   */
+  state: AlertState;
+
+  /**
+   * When it started firing (Alertmanager's startsAt), in seconds since the
+   * epoch.
+   *
+   * @generated from field: required int64 start_time = 3;
+   */
+  startTime: bigint;
+
+  /**
+   * When it was resolved: the first time this server saw Alertmanager no
+   * longer hold it (set only when resolved).
+   *
+   * @generated from field: optional int64 end_time = 4;
+   */
+  endTime: bigint;
+
+  /**
+   * Its http_route label: the route it is about, when it is about one.
+   *
+   * @generated from field: optional string route = 5;
+   */
+  route: string;
+
+  /**
+   * Its severity label.
+   *
+   * @generated from field: optional string severity = 6;
+   */
+  severity: string;
+
+  /**
+   * Its summary annotation.
+   *
+   * @generated from field: optional string summary = 7;
+   */
+  summary: string;
+
+  /**
+   * Its runbook annotation (what to look at first) and runbook_url.
+   *
+   * @generated from field: optional string runbook = 8;
+   */
+  runbook: string;
+
+  /**
+   * @generated from field: optional string runbook_url = 9;
+   */
+  runbookUrl: string;
+
+  /**
+   * Every label, by name.
+   *
+   * @generated from field: repeated reqlog.v1.AlertLabel label = 10;
+   */
+  label: AlertLabel[];
+
+  /**
+   * Alertmanager's fingerprint of its labels.
+   *
+   * @generated from field: required string fingerprint = 11;
+   */
+  fingerprint: string;
+
+  /**
+   * The Prometheus graph of the rule's expression, as the rule's server
+   * wrote it.
+   *
+   * @generated from field: optional string generator_url = 12;
+   */
+  generatorUrl: string;
+};
+
+/**
+ * Describes the message reqlog.v1.Alert.
+ * Use `create(AlertSchema)` to create a new message.
+ */
+export const AlertSchema: GenMessage<Alert> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 31);
+
+/**
+ * The alerts of an app: firing and suppressed ones first, newest first, then
+ * resolved ones, those that ended last first.
+ *
+ * @generated from message reqlog.v1.AlertsResponse
+ */
+export type AlertsResponse = Message<"reqlog.v1.AlertsResponse"> & {
+  /**
+   * @generated from field: repeated reqlog.v1.Alert alert = 1;
+   */
+  alert: Alert[];
+};
+
+/**
+ * Describes the message reqlog.v1.AlertsResponse.
+ * Use `create(AlertsResponseSchema)` to create a new message.
+ */
+export const AlertsResponseSchema: GenMessage<AlertsResponse> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 32);
+
+/**
  * What the records of a Stats answer are split by, besides the time bucket
  * (and the version, with per_version).
  *
@@ -1384,6 +1558,46 @@ export enum StatsSplit {
  */
 export const StatsSplitSchema: GenEnum<StatsSplit> = /*@__PURE__*/
   enumDesc(file_reqlog_v1_log_service, 0);
+
+/**
+ * Where an alert stands.
+ *
+ * @generated from enum reqlog.v1.AlertState
+ */
+export enum AlertState {
+  /**
+   * @generated from enum value: ALERT_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Alertmanager holds it and sends its notifications.
+   *
+   * @generated from enum value: ALERT_STATE_FIRING = 1;
+   */
+  FIRING = 1,
+
+  /**
+   * Alertmanager holds it, silenced or inhibited: no notifications go out.
+   *
+   * @generated from enum value: ALERT_STATE_SUPPRESSED = 2;
+   */
+  SUPPRESSED = 2,
+
+  /**
+   * Alertmanager no longer holds it (it was resolved while this server
+   * watched).
+   *
+   * @generated from enum value: ALERT_STATE_RESOLVED = 3;
+   */
+  RESOLVED = 3,
+}
+
+/**
+ * Describes the enum reqlog.v1.AlertState.
+ */
+export const AlertStateSchema: GenEnum<AlertState> = /*@__PURE__*/
+  enumDesc(file_reqlog_v1_log_service, 1);
 
 /**
  * Stores and reads HTTP request records and their app log lines.
@@ -1486,6 +1700,17 @@ export const LogService: GenService<{
     methodKind: "unary";
     input: typeof StatsRequestSchema;
     output: typeof StatsResponseSchema;
+  },
+  /**
+   * The alerts Alertmanager holds for an app, and those this server saw
+   * resolved (serve --alertmanager-url; UNIMPLEMENTED without it).
+   *
+   * @generated from rpc reqlog.v1.LogService.Alerts
+   */
+  alerts: {
+    methodKind: "unary";
+    input: typeof AlertsRequestSchema;
+    output: typeof AlertsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_reqlog_v1_log_service, 0);

@@ -5,17 +5,17 @@ import { createChangeSequence } from "./change-sequence.js";
 import { createClickHouseStatuses } from "./clickhouse-statuses.js";
 import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
-import { createGroupCommit, type GroupWork } from "./group-commit.js";
-import { createKnownKeys, type KnownKeys } from "./known-keys.js";
+import { createGroupCommit, type GroupWork } from "./write/group-commit.js";
+import { createKnownKeys, type KnownKeys } from "./write/known-keys.js";
 import { loadMeta, migrate } from "./migrate.js";
-import { createRecordReader } from "./record-reader.js";
+import { createRecordReader } from "./read/record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
-import { createSnapshotPaging } from "./snapshot-paging.js";
+import { createSnapshotPaging } from "./read/snapshot-paging.js";
 import { createSqlClient, type SqlClient } from "./sql-client.js";
 import { createTableLayout } from "./table-layout.js";
 import { storageError } from "./storage-error.js";
-import { createTailChanges } from "./tail-changes.js";
-import { createWriteBatcher } from "./write-batcher.js";
+import { createTailChanges } from "./read/tail-changes.js";
+import { createWriteBatcher } from "./write/write-batcher.js";
 
 export interface ClickHouseBackendOptions {
   /** The HTTP interface, e.g. http://127.0.0.1:8123. */

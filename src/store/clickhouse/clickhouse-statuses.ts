@@ -5,7 +5,7 @@ import type { StatusStore } from "../store.js";
 import type { ChangeSequence } from "./change-sequence.js";
 import type { SqlClient } from "./sql-client.js";
 import { guarded } from "./storage-error.js";
-import { sqlString } from "./sql-literal.js";
+import { sqlString } from "./rows/sql-literal.js";
 
 interface StatusRow {
   app_id: string;

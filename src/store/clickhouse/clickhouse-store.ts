@@ -2,17 +2,17 @@ import type { Clock } from "../../clock.js";
 import type { AppLine } from "../../domain/records.js";
 import type { Store, WriteResult } from "../store.js";
 import type { ChangeSequence } from "./change-sequence.js";
-import { decodePosition, encodePosition } from "./cursor.js";
-import type { GroupWork, Touch } from "./group-commit.js";
-import type { RecordReader } from "./record-reader.js";
-import { createStatsReader } from "./clickhouse-stats.js";
-import { createUsageReader } from "./clickhouse-usage.js";
-import type { createSnapshotPaging } from "./snapshot-paging.js";
+import { decodePosition, encodePosition } from "./read/cursor.js";
+import type { GroupWork, Touch } from "./write/group-commit.js";
+import type { RecordReader } from "./read/record-reader.js";
+import { createStatsReader } from "./stats/clickhouse-stats.js";
+import { createUsageReader } from "./read/clickhouse-usage.js";
+import type { createSnapshotPaging } from "./read/snapshot-paging.js";
 import type { SqlClient } from "./sql-client.js";
-import { bytesToText } from "./sql-literal.js";
+import { bytesToText } from "./rows/sql-literal.js";
 import { guarded } from "./storage-error.js";
-import type { createTailChanges } from "./tail-changes.js";
-import type { WriteBatcher } from "./write-batcher.js";
+import type { createTailChanges } from "./read/tail-changes.js";
+import type { WriteBatcher } from "./write/write-batcher.js";
 
 export interface ClickHouseStoreParts {
   sql: SqlClient;

@@ -3,7 +3,7 @@ import type { TokenInfo, TokenStore } from "../store.js";
 import { newToken, tokenInfo, tokenKeyId, tokenMatches } from "../tokens.js";
 import type { SqlClient } from "./sql-client.js";
 import { guarded } from "./storage-error.js";
-import { sqlInt, sqlString } from "./sql-literal.js";
+import { sqlInt, sqlString } from "./rows/sql-literal.js";
 
 interface TokenRow {
   id: string;

@@ -1,14 +1,14 @@
 import type { Clock } from "../../clock.js";
 import type { Maintenance } from "../store.js";
 import type { ChangeSequence } from "./change-sequence.js";
-import type { GroupCommit, GroupWork } from "./group-commit.js";
-import type { RequestRow } from "./request-row.js";
-import type { PagingHistory } from "./snapshot-paging.js";
+import type { GroupCommit, GroupWork } from "./write/group-commit.js";
+import type { RequestRow } from "./rows/request-row.js";
+import type { PagingHistory } from "./read/snapshot-paging.js";
 import type { SqlClient } from "./sql-client.js";
 import type { TableLayout } from "./table-layout.js";
 import { guarded } from "./storage-error.js";
-import { sqlInt } from "./sql-literal.js";
-import type { WriteBatcher } from "./write-batcher.js";
+import { sqlInt } from "./rows/sql-literal.js";
+import type { WriteBatcher } from "./write/write-batcher.js";
 
 const dayUs = 86_400_000_000n;
 

@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { ClickHouseClient } from "@clickhouse/client";
-import { tsvFields } from "./tab-separated.js";
+import { tsvFields } from "./rows/tab-separated.js";
 
 /**
  * The few ways the backend talks to ClickHouse, over @clickhouse/client:

@@ -2,23 +2,23 @@ import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
-import { createChangeLog } from "./change-log.js";
-import { createKeys } from "./keys.js";
+import { createChangeLog } from "./write/change-log.js";
+import { createKeys } from "./rows/keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
-import { createReadPool, type ReadPool } from "./read-pool.js";
-import { createRequestWriter } from "./request-writer.js";
+import { createReadPool, type ReadPool } from "./read/read-pool.js";
+import { createRequestWriter } from "./write/request-writer.js";
 import { createSqliteMaintenance } from "./retention.js";
-import { createRollups } from "./rollups.js";
-import { createSqliteReader } from "./sqlite-reader.js";
-import type { SearchIndexUse } from "./snapshot-paging.js";
+import { createRollups } from "./write/rollups.js";
+import { createSqliteReader } from "./read/sqlite-reader.js";
+import type { SearchIndexUse } from "./read/snapshot-paging.js";
 import { createSqliteStatuses } from "./sqlite-statuses.js";
-import { createSqliteStore, type RunChange } from "./sqlite-store.js";
+import { createSqliteStore } from "./sqlite-store.js";
 import { createSqliteTokens } from "./sqlite-tokens.js";
-import { createSearchIndex } from "./search-doc.js";
-import type { StopGramRule } from "./stop-grams.js";
-import { createStrings } from "./strings.js";
-import { guarded } from "./storage-error.js";
-import { createWriteBatcher } from "./write-batcher.js";
+import { createSearchIndex } from "./rows/search-doc.js";
+import type { StopGramRule } from "./rows/stop-grams.js";
+import { createStrings } from "./rows/strings.js";
+import { createWriteBatcher } from "./write/write-batcher.js";
+import { createWriteTransaction } from "./write/write-transaction.js";
 
 export interface SqliteBackendOptions {
   /** The database file (created and migrated if needed), or ":memory:" (no read workers then). */
@@ -70,23 +70,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     },
   );
   const changeLog = createChangeLog(db);
-  const change: RunChange = (work, signal) =>
-    guarded(signal, () =>
-      batcher.run(() => {
-        try {
-          const result = work();
-          rollups.flush();
-          changeLog.save();
-          return result;
-        } catch (err) {
-          rollups.discard();
-          keys.forget();
-          strings.forget();
-          search.forget();
-          throw err;
-        }
-      }, signal),
-    );
+  const change = createWriteTransaction({ batcher, keys, strings, search, rollups, changeLog });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 

@@ -1,16 +1,14 @@
 import type Database from "better-sqlite3";
 import type { Clock } from "../../clock.js";
 import type { Store, WriteResult } from "../store.js";
-import { decodePosition, encodePosition } from "./cursor.js";
-import type { ReadPool } from "./read-pool.js";
-import type { RequestWriter } from "./request-writer.js";
-import type { SqliteReader } from "./sqlite-reader.js";
-import { createStatsReader, readsFewRows } from "./sqlite-stats.js";
-import { createUsageReader } from "./sqlite-usage.js";
+import { decodePosition, encodePosition } from "./read/cursor.js";
+import type { ReadPool } from "./read/read-pool.js";
+import type { RequestWriter } from "./write/request-writer.js";
+import type { RunChange } from "./write/write-transaction.js";
+import type { SqliteReader } from "./read/sqlite-reader.js";
+import { createStatsReader, readsFewRows } from "./stats/sqlite-stats.js";
+import { createUsageReader } from "./read/sqlite-usage.js";
 import { guarded, throwIfCancelled } from "./storage-error.js";
-
-/** Runs a write in the group commit (its own savepoint), its rollups and change sequence kept with it. */
-export type RunChange = <T>(work: () => T, signal: AbortSignal) => Promise<T>;
 
 export interface SqliteStoreParts {
   db: Database.Database;

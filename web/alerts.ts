@@ -1,0 +1,123 @@
+import { type Alert, AlertState } from "../gen/reqlog/v1/log_service_pb.js";
+import { h } from "./dom.js";
+import { formatHour } from "./format.js";
+import { routeRegex } from "./route-regex.js";
+import type { ViewContext } from "./view-context.js";
+import type { ViewState } from "./view-state.js";
+
+/** A span an alert fired over, in seconds since the epoch, for a chart to mark. */
+export interface AlertSpan {
+  from: number;
+  to: number;
+  name: string;
+}
+
+/** Where alerts are drawn on charts: from their start to their end, or to now while they fire. */
+export function alertSpans(alerts: readonly Alert[], nowSeconds: number): AlertSpan[] {
+  return alerts.map((a) => ({
+    from: Number(a.startTime),
+    to: a.state === AlertState.RESOLVED && a.endTime !== 0n ? Number(a.endTime) : nowSeconds,
+    name: a.name,
+  }));
+}
+
+const stateNames: Record<AlertState, string> = {
+  [AlertState.UNSPECIFIED]: "unknown",
+  [AlertState.FIRING]: "firing",
+  [AlertState.SUPPRESSED]: "silenced",
+  [AlertState.RESOLVED]: "resolved",
+};
+
+/** A minute either side of an alert's period: the requests that made it, and those just before. */
+const margin = 60;
+
+/**
+ * The Requests view of an alert: its route's requests (when the alert is
+ * about a route) over its period, from a minute before it started to a
+ * minute after it ended (or now).
+ */
+export function alertRequestsPatch(alert: Alert, nowSeconds: number): Partial<ViewState> {
+  const end = alert.state === AlertState.RESOLVED && alert.endTime !== 0n ? Number(alert.endTime) : nowSeconds;
+  const regex = alert.route === "" ? undefined : routeRegex(alert.route);
+  return {
+    view: "requests",
+    range: "custom",
+    from: Number(alert.startTime) - margin,
+    to: end + margin,
+    regex: regex ?? "",
+    offset: "",
+    request: "",
+  };
+}
+
+function duration(seconds: number): string {
+  if (seconds < 90) return `${Math.max(0, Math.round(seconds))} s`;
+  if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 48 * 3600) return `${Math.round(seconds / 360) / 10} h`;
+  return `${Math.round(seconds / 8640) / 10} d`;
+}
+
+function alertRow(ctx: ViewContext, alert: Alert, nowSeconds: number): HTMLElement {
+  const state = stateNames[alert.state];
+  const start = Number(alert.startTime);
+  const when =
+    alert.state === AlertState.RESOLVED
+      ? `${formatHour(start)} to ${formatHour(Number(alert.endTime))} UTC (${duration(Number(alert.endTime) - start)})`
+      : `since ${formatHour(start)} UTC (${duration(nowSeconds - start)})`;
+  const patch = alertRequestsPatch(alert, nowSeconds);
+  return h(
+    "li",
+    { class: `alert ${state}`, "data-testid": "alert", "data-alert": alert.name, "data-state": state },
+    h(
+      "div",
+      { class: "alert-head" },
+      h("span", { class: `badge ${state}` }, state),
+      h("strong", { class: "alert-name" }, alert.name),
+      alert.severity !== "" && h("span", { class: "dim" }, alert.severity),
+      alert.route !== "" && h("code", { class: "alert-route" }, alert.route),
+      h("span", { class: "dim" }, when),
+    ),
+    alert.summary !== "" && h("p", { class: "alert-summary" }, alert.summary),
+    alert.runbook !== "" && h("p", { class: "alert-runbook" }, h("span", { class: "dim" }, "Runbook: "), alert.runbook),
+    h(
+      "p",
+      { class: "alert-links" },
+      h(
+        "a",
+        {
+          href: ctx.href(patch),
+          "data-testid": "alert-requests",
+          title: "The requests of this alert's route over its period",
+          onclick: (event: Event) => {
+            event.preventDefault();
+            ctx.update(patch, "push");
+          },
+        },
+        alert.route !== "" ? "Requests of this route then" : "Requests then",
+      ),
+      // Links the rules wrote (a runbook page, Prometheus's graph) open elsewhere; only http(s) ones are made links.
+      ...[
+        ["runbook", alert.runbookUrl],
+        ["graph", alert.generatorUrl],
+      ]
+        .filter(([, url]) => /^https?:\/\//i.test(url!))
+        .map(([label, url]) => h("a", { href: url!, target: "_blank", rel: "noopener noreferrer" }, label!)),
+    ),
+  );
+}
+
+/** The alerts card: firing (and silenced) alerts first, then those resolved in the range. */
+export function renderAlerts(panel: HTMLElement, ctx: ViewContext, alerts: readonly Alert[], nowSeconds: number): void {
+  const firing = alerts.filter((a) => a.state !== AlertState.RESOLVED).length;
+  panel.replaceChildren(
+    h(
+      "div",
+      { class: "card-head" },
+      h("h2", {}, "Alerts"),
+      h("span", { class: firing > 0 ? "bad" : "dim", "data-testid": "alerts-firing" }, firing > 0 ? `${firing} firing` : "none firing"),
+    ),
+    alerts.length === 0
+      ? h("p", { class: "note empty" }, "No alert fired for this app in this range.")
+      : h("ul", { class: "alert-list" }, ...alerts.map((a) => alertRow(ctx, a, nowSeconds))),
+  );
+}
