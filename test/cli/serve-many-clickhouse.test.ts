@@ -39,6 +39,9 @@ describe("three reqlog servers on one ClickHouse database", () => {
     const database = `reqlog_many_${process.pid}`;
     const servers = await startReqlogServers(3, { url: clickhouse.url, database });
     try {
+      // Started at once on an empty database: one of them migrated it, each migration once.
+      const applied = await clickhouse.client.query({ query: `SELECT version, count() AS n FROM ${database}.schema_migrations GROUP BY version ORDER BY version`, format: "JSONEachRow" });
+      expect(await applied.json()).toEqual([1, 2, 3, 4].map((version) => ({ version, n: "1" })));
       const written = new Map<string, boolean>(); // id → finished
       let turn = 0;
       /** Writes a batch through the next server, and again through the next while it fails (as a client would). */

@@ -47,6 +47,8 @@ export async function startReqlogServers(count: number, target: SharedClickHouse
     },
     async restart(i) {
       servers[i] = await start();
+      clients[i]?.close();
+      clients[i] = undefined; // (one made while it was down has its old port)
     },
     async stop() {
       for (const c of clients) c?.close();

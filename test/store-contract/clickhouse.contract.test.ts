@@ -25,8 +25,9 @@ import { describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse may first install it (apt-get): minutes on a fresh machine. Every
 // write is a round trip to ClickHouse: the property tests (a hundred runs of writes and
-// pages each) take longer than the 30 s the SQLite suite fits in.
-vi.setConfig({ hookTimeout: 600_000, testTimeout: 120_000 });
+// pages each) take longer than the 30 s the SQLite suite fits in; with two servers (a few
+// more queries a write and a page) over two minutes on a loaded machine.
+vi.setConfig({ hookTimeout: 600_000, testTimeout: 360_000 });
 
 // One ClickHouse server for the file, on loopback with a folder of its own, in memory:
 // every tiny insert of a test writes a part of a file per column.
@@ -148,6 +149,30 @@ describe("ClickHouse retention", () => {
     return Number(((await result.json()) as { n: string }[])[0]!.n);
   };
 
+  it("runs once per period across servers: a run another server just finished is not run again", async () => {
+    const database = `reqlog_retention_once_${process.pid}`;
+    const now = t0;
+    const open = () => openClickHouseBackend({ url: server.url, database, now: () => now, maintenanceEveryMs: 60_000 });
+    const [a, b] = await Promise.all([open(), open()]);
+    try {
+      const old = (id: string) => minimalLog({ requestId: rid(id), endTime: now - 2n * dayUs });
+      await a.store.write(prepared(old("a1"), old("a2")), signal);
+      expect(await a.maintenance.expire(now - dayUs, 100, signal)).toBe(2);
+      await b.maintenance.compact(now - dayUs, signal);
+      await b.store.write(prepared(old("b1")), signal);
+      // b's run comes within a minute of a's: it leaves the work to the next period.
+      expect(await b.maintenance.expire(now - dayUs, 100, signal)).toBe(0);
+      await a.maintenance.compact(now - dayUs, signal);
+      expect(await storedRows(database, "seq_marks")).toBeGreaterThan(0);
+      const runs = await server.client.query({ query: `SELECT key, count() AS n FROM ${database}.meta WHERE key IN ('expired_at', 'compacted_at') GROUP BY key ORDER BY key`, format: "JSONEachRow" });
+      expect(await runs.json()).toEqual([{ key: "compacted_at", n: "1" }, { key: "expired_at", n: "1" }]);
+    } finally {
+      await a.close();
+      await b.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+
   it("drops a day of requests, with their lines and tombstones, once retention has expired all of it", async () => {
     const database = `reqlog_retention_${process.pid}`;
     let now = t0 - 3n * dayUs;
@@ -253,8 +278,8 @@ describe("ClickHouse paging while a write is in flight", () => {
     const storedOnce = new Promise<void>((resolve) => (stored = resolve));
     const interpose = (sql: SqlClient): SqlClient => ({
       ...sql,
-      async insertText(table, columns, text) {
-        await sql.insertText(table, columns, text);
+      async insertText(table, columns, text, queryId) {
+        await sql.insertText(table, columns, text, queryId);
         if (held && table === "request_changes") {
           stored();
           await held;
