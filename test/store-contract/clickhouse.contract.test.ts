@@ -155,7 +155,7 @@ describe("ClickHouse retention", () => {
     const open = () => openClickHouseBackend({ url: server.url, database, now: () => now, maintenanceEveryMs: 60_000 });
     const [a, b] = await Promise.all([open(), open()]);
     try {
-      const old = (id: string) => minimalLog({ requestId: rid(id), endTime: now - 2n * dayUs });
+      const old = (id: string) => minimalLog({ requestId: rid(id), startTime: now - 2n * dayUs, endTime: now - 2n * dayUs });
       await a.store.write(prepared(old("a1"), old("a2")), signal);
       expect(await a.maintenance.expire(now - dayUs, 100, signal)).toBe(2);
       await b.maintenance.compact(now - dayUs, signal);
@@ -421,6 +421,7 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
         { version: 1, name: "001-init" },
         { version: 2, name: "002-positions" },
         { version: 3, name: "003-group-rollups" },
+        { version: 4, name: "004-servers" },
       ]);
       expect(await columnsOf()).toEqual(expect.arrayContaining(["usage_requests", "stats_max_latency", "client_errors"]));
       expect(await columnsOf()).not.toContain("share_requests");

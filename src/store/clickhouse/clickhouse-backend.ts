@@ -113,13 +113,15 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
     await migrator.close();
   }
   const client = clientOf(options, options.database);
-  const sql = (options.interpose ?? ((sql) => sql))(createSqlClient(client));
-  const lock = createDatabaseLock(sql, layout, options.database, "reqlog_lock");
+  // (The servers' own bookkeeping, heartbeats included, goes around a test's interposer.)
+  const direct = createSqlClient(client);
+  const sql = (options.interpose ?? ((sql) => sql))(direct);
+  const lock = createDatabaseLock(direct, layout, options.database, "reqlog_lock");
   const now = options.now ?? systemClock;
   let opened: { meta: Awaited<ReturnType<typeof loadMeta>>; slots: Awaited<ReturnType<typeof claimServerSlot>>; known: KnownKeys; marks: Snapshot };
   try {
     const meta = await loadMeta(sql);
-    const slots = await claimServerSlot(sql, lock);
+    const slots = await claimServerSlot(direct, lock);
     // The marks first: every key they hold is then among those loaded.
     const marks = await slots.marks(now());
     opened = { meta, slots, known: await loadKnownKeys(sql), marks };
@@ -190,7 +192,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       commit,
       slots,
       history,
-      lock: createDatabaseLock(sql, layout, options.database, "reqlog_maintenance_lock"),
+      lock: createDatabaseLock(direct, layout, options.database, "reqlog_maintenance_lock"),
       everyMs: options.maintenanceEveryMs ?? 0,
     }),
     async close() {
