@@ -1,8 +1,7 @@
-import type { ServerCredentials } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { createAuthorizer } from "./auth/authorizer.js";
 import type { TlsFiles } from "./config.js";
-import { type RunningServer, startServer } from "./grpc/server.js";
+import { type RunningServer, type ServerOptions as GrpcServerOptions, startServer } from "./grpc/server.js";
 import { connectRoutes } from "./http/connect-service.js";
 import { type PageHandler, type RunningHttpServer, startHttpServer } from "./http/http-server.js";
 import type { Limits } from "./limits.js";
@@ -32,7 +31,7 @@ export interface ReqlogServerOptions {
   logger: Logger;
   shutdownTimeoutMs: number;
   /** TLS for the gRPC port; plaintext when unset. */
-  credentials?: ServerCredentials;
+  credentials?: GrpcServerOptions["credentials"];
   /** TLS files for the HTTP port (the same as the gRPC port's). */
   tls?: TlsFiles;
   /** The rate limiter's clock (ms), for tests. */
@@ -71,6 +70,9 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       ? createMetrics({ openTails: () => tails(), storageBytes: backend.storageBytes?.bind(backend) }, options.appMetrics, logger)
       : undefined;
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
+  // The request metrics count what the store commits; the backend outlives the server (it is closed after).
+  const serving = new AbortController();
+  if (metrics) backend.store.observeWrites(metrics.writes, serving.signal);
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const prepareWorkers = options.prepareWorkers ?? 0;
   const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits) : undefined;
@@ -110,6 +112,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     }).catch(async (err: unknown) => {
       await grpc.shutdown();
       alerts?.close();
+      serving.abort();
       throw err;
     });
   }
@@ -122,6 +125,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     async shutdown() {
       await Promise.all([grpc.shutdown(), http?.close(options.shutdownTimeoutMs)]);
       alerts?.close();
+      serving.abort();
       await prepare?.close();
     },
   };

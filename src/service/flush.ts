@@ -7,7 +7,7 @@ import { verifyUtf8 } from "../write/strict-utf8.js";
 import { checkLines, fromUserAppLogLines } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
 import { requestContext } from "./call-metadata.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 verifyUtf8(UserAppLogGroupSchema);
 

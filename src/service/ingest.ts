@@ -3,7 +3,7 @@ import { type IngestAck, IngestAckSchema, type IngestRequest } from "../../gen/r
 import { prepareIngest } from "../write/prepare-batches.js";
 import { preparedIngestOf } from "../write/prepared-requests.js";
 import type { BidiStreamHandler, CallContext } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /**
  * Batches in flight per stream: the next batch is read and validated while

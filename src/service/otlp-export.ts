@@ -14,7 +14,7 @@ import { systemClock } from "../clock.js";
 import { latestTime } from "../write/time-window.js";
 import { checkLine } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /** Rejections named in partial_success.error_message, at most (the count says how many in all). */
 const namedRejections = 10;

@@ -3,7 +3,7 @@ import { type WriteRequest, type WriteResponse, WriteResponseSchema } from "../.
 import { prepareWrite } from "../write/prepare-batches.js";
 import { preparedWriteOf } from "../write/prepared-requests.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /** Write: a batch of request records, each validated before any is stored. */
 export function createWriteHandler({ store, limits }: ServiceDeps): UnaryHandler<WriteRequest, WriteResponse> {

@@ -1,6 +1,7 @@
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
+import { createCommittedWrites } from "../committed-writes.js";
 import { createClickHouseStatuses } from "./clickhouse-statuses.js";
 import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
@@ -135,10 +136,11 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
 
   const history = { floor: meta.movesFloor };
   const listeners = new Set<() => void>();
+  const notes = createCommittedWrites();
   const notify = () => {
     for (const listener of listeners) listener();
   };
-  const commit = createGroupCommit({ sql, slots, known, feed, scope: layout.cluster === undefined ? "group" : "request", now, onCommit: notify });
+  const commit = createGroupCommit({ sql, slots, known, feed, scope: layout.cluster === undefined ? "group" : "request", now, notes, onCommit: notify });
   const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);
   const records = createRecordReader(sql);
   const marks = () => slots.marks(now());

@@ -1,5 +1,6 @@
 import type { Clock } from "../../clock.js";
 import type { AppLine } from "../../domain/records.js";
+import type { CommittedWrites } from "../committed-writes.js";
 import type { Store, WriteResult } from "../store.js";
 import { decodePosition, encodePosition } from "./read/cursor.js";
 import type { GroupWork, Touch } from "./write/group-commit.js";
@@ -28,6 +29,8 @@ export interface ClickHouseStoreParts {
   listeners: Set<() => void>;
   /** Starts watching the other servers' marks while anyone is subscribed (resolves once their marks are read). */
   watch(): Promise<void>;
+  /** What the groups committed tell the write observers. */
+  notes: CommittedWrites;
 }
 
 const touch = (app: string, requestId: Uint8Array, lines: readonly AppLine[]): Touch => ({
@@ -129,6 +132,8 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
     offsetKey(signal) {
       return guarded(signal, async () => parts.offsetKey);
     },
+
+    observeWrites: parts.notes.observe,
   };
   return store;
 }

@@ -1,3 +1,4 @@
+import type { CommittedWrites } from "../../committed-writes.js";
 import type { Clock } from "../../../clock.js";
 import { holds } from "../read/snapshot.js";
 import { slotOf } from "../servers/change-clock.js";
@@ -62,13 +63,15 @@ export interface GroupCommitParts {
   feed: ReturnType<typeof createKeyFeed>;
   scope: RollupScope;
   now: Clock;
+  /** What the groups committed tell the write observers. */
+  notes: CommittedWrites;
   onCommit: () => void;
 }
 
 /** How long a group waits for another server to publish a version it read (its server then is closed: server-slots.ts). */
 const publishWaitMs = 15_000;
 
-export function createGroupCommit({ sql, slots, known, feed, scope, now, onCommit }: GroupCommitParts) {
+export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, onCommit }: GroupCommitParts) {
   const clock = slots.clock;
   const awaitOtherInserts = createInsertBarrier(sql, slots.server);
   let inserts = 0;
@@ -161,17 +164,25 @@ export function createGroupCommit({ sql, slots, known, feed, scope, now, onCommi
       const state = await load(works.flatMap((w) => w.touches));
       await awaitPublished(state.rows.values(), marks);
       for (const row of state.rows.values()) clock.observe(BigInt(row.seq));
-      const writer = createRequestWriter(state, clock.next);
+      const writer = createRequestWriter(state, clock.next, notes);
       const outcomes = works.map((work): Outcome => {
         const mark = writer.mark();
+        const noted = notes.mark();
         try {
           return { ok: true, value: work.apply(writer) };
         } catch (err) {
           writer.undo(mark);
+          notes.undo(noted);
           return { ok: false, err };
         }
       });
-      await save(writer);
+      try {
+        await save(writer);
+      } catch (err) {
+        notes.abort();
+        throw err;
+      }
+      notes.commit();
       return outcomes;
     },
 
@@ -179,7 +190,7 @@ export function createGroupCommit({ sql, slots, known, feed, scope, now, onCommi
     async expire(rows: readonly RequestRow[]): Promise<number> {
       slots.checkFresh();
       for (const row of rows) clock.observe(BigInt(row.seq));
-      const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, clock.next);
+      const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, clock.next, notes);
       for (const row of rows) writer.expire(row);
       await save(writer);
       return rows.length;
