@@ -183,6 +183,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       offsetKey: meta.offsetKey,
       listeners,
       watch,
+      notes,
     }),
     statuses: createClickHouseStatuses(sql, slots.clock, now),
     tokens: createClickHouseTokens(sql, now, lock),
