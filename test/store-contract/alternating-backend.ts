@@ -1,5 +1,8 @@
 import type { Backend } from "../../src/store/store.js";
 
+/** Methods that go to every server: observers of what each server commits. */
+const broadcast = new Set(["observeWrites"]);
+
 /** A backend's parts whose methods a call may go to either server. */
 const parts = ["store", "statuses", "tokens", "maintenance"] as const;
 
@@ -8,7 +11,8 @@ const parts = ["store", "statuses", "tokens", "maintenance"] as const;
  * processes would be, seen as one Backend whose calls alternate between
  * them: call n of any method goes to backend n mod count. So a record
  * written through one is read, paged, tailed, expired and counted through
- * another, and a Read's next page (its offset) goes to the other server.
+ * another, and a Read's next page (its offset) goes to the other server;
+ * a write observer listens on every server.
  * The backends are opened at once (the database's first start races them).
  */
 export async function openAlternating(open: () => Promise<Backend>, count = 2): Promise<Backend> {
@@ -20,6 +24,13 @@ export async function openAlternating(open: () => Promise<Backend>, count = 2): 
       part,
       new Proxy(backends[0]![part], {
         get(_, method: string) {
+          // Each server tells its own observers of the writes it commits (its metrics); all of
+          // them together tell of every write, as the servers' metrics summed do.
+          if (broadcast.has(method)) {
+            return (...args: unknown[]) => {
+              for (const b of backends) (b[part] as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(...args);
+            };
+          }
           return (...args: unknown[]) => {
             const target = next()[part] as unknown as Record<string, (...a: unknown[]) => unknown>;
             return target[method]!(...args);
