@@ -15,7 +15,7 @@ import type { Value } from "../query/logsql/query-value.js";
 import { ReqlogError } from "../reqlog-error.js";
 import type { QueryResult } from "../store/store.js";
 import type { ServerStreamHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 import { answerFromRollups } from "./query-rollups.js";
 
 /** Rows per message of the answer's stream. */

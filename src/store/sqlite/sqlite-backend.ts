@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
+import { createCommittedWrites } from "../committed-writes.js";
 import { createChangeLog } from "./write/change-log.js";
 import { createKeys } from "./rows/keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
@@ -57,12 +58,15 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const strings = createStrings(db);
   const search = createSearchIndex(db, options.stopGrams);
   const rollups = createRollups(db);
+  const notes = createCommittedWrites();
   const batcher = createWriteBatcher(
     db,
     () => {
+      notes.commit();
       for (const listener of listeners) listener();
     },
     () => {
+      notes.abort();
       keys.forget();
       strings.forget();
       search.forget();
@@ -70,7 +74,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     },
   );
   const changeLog = createChangeLog(db);
-  const change = createWriteTransaction({ batcher, keys, strings, search, rollups, changeLog });
+  const change = createWriteTransaction({ batcher, keys, strings, search, rollups, changeLog, notes });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
@@ -81,7 +85,8 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
+      notes,
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,

@@ -1,3 +1,4 @@
+import type { CommittedWrites } from "../../committed-writes.js";
 import type { Keys } from "../rows/keys.js";
 import type { SearchIndex } from "../rows/search-doc.js";
 import type { Strings } from "../rows/strings.js";
@@ -17,26 +18,31 @@ export interface WriteTransactionParts {
   search: SearchIndex;
   rollups: Rollups;
   changeLog: ChangeLog;
+  /** What the writes tell the write observers once committed. */
+  notes: CommittedWrites;
 }
 
 /**
  * The rules of a write's transaction: it runs in the group commit, in its
  * own savepoint; when its work returns, the rollup cells it moved and the
  * last change sequence number are written within that savepoint; when it
- * throws, the rollups it moved are discarded and the caches of keys,
- * strings and stop grams are dropped (what they hold may have been inserted
- * by the rolled-back savepoint).
+ * throws, the rollups it moved are discarded, what it noted for the write
+ * observers is forgotten, and the caches of keys, strings and stop grams are
+ * dropped (what they hold may have been inserted by the rolled-back
+ * savepoint).
  */
-export function createWriteTransaction({ batcher, keys, strings, search, rollups, changeLog }: WriteTransactionParts): RunChange {
+export function createWriteTransaction({ batcher, keys, strings, search, rollups, changeLog, notes }: WriteTransactionParts): RunChange {
   return (work, signal) =>
     guarded(signal, () =>
       batcher.run(() => {
+        const mark = notes.mark();
         try {
           const result = work();
           rollups.flush();
           changeLog.save();
           return result;
         } catch (err) {
+          notes.undo(mark);
           rollups.discard();
           keys.forget();
           strings.forget();
