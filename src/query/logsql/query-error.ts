@@ -1,5 +1,10 @@
 import { ReqlogError } from "../../reqlog-error.js";
-import type { Position } from "./query-lexer.js";
+
+/** Where a token starts: line and column (from 1, in characters) as a user counts them. */
+export interface Position {
+  line: number;
+  column: number;
+}
 
 /**
  * A refused query: INVALID_ARGUMENT whose message starts with where the

@@ -1,10 +1,6 @@
-import { queryError } from "./query-error.js";
+import { type Position, queryError } from "./query-error.js";
 
-/** Where a token starts: line and column (from 1, in characters) as a user counts them. */
-export interface Position {
-  line: number;
-  column: number;
-}
+export type { Position };
 
 export interface Token {
   /** The token's text, unquoted. "" at the end of the query. */
