@@ -22,7 +22,7 @@ import {
   serveDefaults,
 } from "./config.js";
 import { loadLogMetrics } from "./metrics/log-metrics-file.js";
-import { defaultMaxSeriesPerApp } from "./metrics/metrics.js";
+import { defaultMaxSeriesPerApp, defaultMetricsMaxAge } from "./metrics/metrics.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
 import type { StoreChoice } from "./cli/open-backend.js";
@@ -133,6 +133,16 @@ const serveCommand = program
       "REQLOG_METRICS_MAX_SERIES_PER_APP",
       parsePositiveInt,
       defaultMaxSeriesPerApp,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--metrics-max-age <duration>",
+      "requests that ended (lines written) longer ago when stored are not counted in the request and log-based metrics (0: all are)",
+      "REQLOG_METRICS_MAX_AGE",
+      parseDuration,
+      parseDuration(defaultMetricsMaxAge, "--metrics-max-age"),
+      defaultMetricsMaxAge,
     ),
   )
   .addOption(
@@ -268,6 +278,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     metrics: opts.metrics !== false,
     appMetrics: {
       maxSeriesPerApp: opts.metricsMaxSeriesPerApp as number,
+      maxAgeMs: opts.metricsMaxAge as number,
       apps: opts.requestMetricsApps as string[] | undefined,
       skipApps: opts.requestMetricsSkipApps as string[] | undefined,
       logMetrics: opts.logMetrics === undefined ? undefined : loadLogMetrics(opts.logMetrics as string),

@@ -70,6 +70,9 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       ? createMetrics({ openTails: () => tails(), storageBytes: backend.storageBytes?.bind(backend) }, options.appMetrics, logger)
       : undefined;
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
+  // The request metrics count what the store commits; the backend outlives the server (it is closed after).
+  const serving = new AbortController();
+  if (metrics) backend.store.observeWrites(metrics.writes, serving.signal);
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const prepareWorkers = options.prepareWorkers ?? 0;
   const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits) : undefined;
@@ -109,6 +112,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     }).catch(async (err: unknown) => {
       await grpc.shutdown();
       alerts?.close();
+      serving.abort();
       throw err;
     });
   }
@@ -121,6 +125,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     async shutdown() {
       await Promise.all([grpc.shutdown(), http?.close(options.shutdownTimeoutMs)]);
       alerts?.close();
+      serving.abort();
       await prepare?.close();
     },
   };

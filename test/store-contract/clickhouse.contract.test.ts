@@ -421,3 +421,38 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
     }
   });
 });
+
+describe("ClickHouse write observers when an insert fails", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+  it("tells nothing of a group whose INSERT ClickHouse refused, and tells of the request once it is stored", async () => {
+    const database = `reqlog_observer_${process.pid}`;
+    let failNext = false;
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      async insertText(table, columns, text) {
+        if (failNext && table === "request_changes") {
+          failNext = false;
+          throw new Error("Code: 241. DB::Exception: Memory limit exceeded (a fault put in by the test)");
+        }
+        await sql.insertText(table, columns, text);
+      },
+    });
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0, interpose });
+    try {
+      const told: string[] = [];
+      backend.store.observeWrites({ finished: (rs) => void told.push(...rs.map((r) => decoder.decode(r.log.requestId))) }, signal);
+      const write = (name: string) =>
+        backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + 1n }), defaultLimits, "log")], signal);
+      failNext = true;
+      await expect(write("a")).rejects.toThrow();
+      expect(told).toEqual([]);
+      await write("a");
+      await write("a");
+      expect(told).toEqual(["a"]);
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
+import { createCommittedWrites } from "../committed-writes.js";
 import { createChangeSequence } from "./change-sequence.js";
 import { createClickHouseStatuses } from "./clickhouse-statuses.js";
 import { createClickHouseStore } from "./clickhouse-store.js";
@@ -114,7 +115,8 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const seq = createChangeSequence(meta.lastSeq);
   const history = { floor: meta.movesFloor };
   const listeners = new Set<() => void>();
-  const commit = createGroupCommit(sql, seq, known, layout.cluster === undefined ? "group" : "request", () => {
+  const notes = createCommittedWrites();
+  const commit = createGroupCommit(sql, seq, known, layout.cluster === undefined ? "group" : "request", notes, () => {
     for (const listener of listeners) listener();
   });
   const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);
@@ -131,6 +133,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       changes: createTailChanges(sql, records, seq),
       offsetKey: meta.offsetKey,
       listeners,
+      notes,
     }),
     statuses: createClickHouseStatuses(sql, seq, now),
     tokens: createClickHouseTokens(sql, now),

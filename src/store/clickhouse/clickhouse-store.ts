@@ -1,5 +1,6 @@
 import type { Clock } from "../../clock.js";
 import type { AppLine } from "../../domain/records.js";
+import type { CommittedWrites } from "../committed-writes.js";
 import type { Store, WriteResult } from "../store.js";
 import type { ChangeSequence } from "./change-sequence.js";
 import { decodePosition, encodePosition } from "./read/cursor.js";
@@ -25,6 +26,8 @@ export interface ClickHouseStoreParts {
   offsetKey: Uint8Array;
   /** Listeners called after every group commit. */
   listeners: Set<() => void>;
+  /** What the groups committed tell the write observers. */
+  notes: CommittedWrites;
 }
 
 const touch = (app: string, requestId: Uint8Array, lines: readonly AppLine[]): Touch => ({
@@ -125,6 +128,8 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
     offsetKey(signal) {
       return guarded(signal, async () => parts.offsetKey);
     },
+
+    observeWrites: parts.notes.observe,
   };
   return store;
 }

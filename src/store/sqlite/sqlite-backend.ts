@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
+import { createCommittedWrites } from "../committed-writes.js";
 import { createChangeLog } from "./write/change-log.js";
 import { createKeys } from "./rows/keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
@@ -64,9 +65,11 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const rollups = createRollups(db);
   const changeLog = createChangeLog(db);
   let catchUpTimer: NodeJS.Timeout | undefined;
+  const notes = createCommittedWrites();
   const batcher = createWriteBatcher(
     db,
     () => {
+      notes.commit();
       for (const listener of listeners) listener();
       // Rows written and not yet indexed are indexed soon even if no more writes come.
       if (catchUpTimer === undefined && search.behind(changeLog.last()) > 0n) {
@@ -78,6 +81,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       }
     },
     () => {
+      notes.abort();
       keys.forget();
       strings.forget();
       search.forget();
@@ -85,7 +89,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     },
     groupWrites(rollups, changeLog, search, options.searchCatchUp),
   );
-  const change = createWriteTransaction({ batcher, keys, strings, search, rollups });
+  const change = createWriteTransaction({ batcher, keys, strings, search, rollups, notes });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
@@ -96,7 +100,8 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
+      notes,
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,

@@ -4,6 +4,8 @@ import { RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../../domain/records.js";
 import { statsFactsOf } from "../../../write/stats-facts.js";
 import { lineWireBytes, recordWireBytes } from "../../../write/wire-size.js";
+import type { CommittedWrites } from "../../committed-writes.js";
+import type { NewLines } from "../../store.js";
 import type { ChangeLog } from "./change-log.js";
 import type { Keys } from "../rows/keys.js";
 import { encodeLines, mergeLines } from "../rows/line-blob.js";
@@ -44,6 +46,7 @@ export function createRequestWriter(
   search: SearchIndex,
   changes: ChangeLog,
   rollups: Rollups,
+  notes: CommittedWrites,
 ) {
   const head = [
     "app_key", "version_key", "request_id", "has_record", "finished", "sort_time", "seq", "max_level", "record_bytes",
@@ -74,7 +77,9 @@ export function createRequestWriter(
    * moves to now. Its share of the stats rollups stays: a finished row keeps
    * its sort time, and one in progress counts in no stats.
    */
-  function flushInto(existing: ExistingRow, lines: readonly AppLine[], at: bigint, first: bigint, changeSeq = changes.next()): number {
+  function flushInto(
+    existing: ExistingRow, request: NewLines["request"], lines: readonly AppLine[], at: bigint, first: bigint, changeSeq = changes.next(),
+  ): number {
     if (lines.length === 0) return 0;
     const sortTime = existing.finished === 1n ? existing.sort_time : at;
     changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
@@ -97,6 +102,7 @@ export function createRequestWriter(
       line_count: existing.line_count + BigInt(merged.added.length),
       line_bytes: existing.line_bytes + BigInt(bytes),
     }));
+    if (merged.added.length > 0 && notes.watchingLines) notes.lines({ request, lines: merged.added });
     return merged.added.length;
   }
 
@@ -128,7 +134,12 @@ export function createRequestWriter(
         rollups.move(undefined, {
           appKey: app, versionKey, hour: hourOf(sortTime), requests: 1, bytes: recordBytes + newBytes, lines: own.added.length,
         });
-        if (log.finished) rollups.moveStats(undefined, { appKey: app, versionKey, hour: hourOf(sortTime), facts: statsFactsOf(log) });
+        if (log.finished) {
+          const facts = statsFactsOf(log);
+          rollups.moveStats(undefined, { appKey: app, versionKey, hour: hourOf(sortTime), facts });
+          if (notes.watching) notes.finished({ log, facts, maxLevel: newMax });
+        }
+        if (own.added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: own.added });
         return own.added.length;
       }
 
@@ -136,7 +147,7 @@ export function createRequestWriter(
       if (existing.has_record === 1n && existing.finished === 1n && !log.finished) {
         // A finished record is never turned back into an in-progress one by a
         // late or retried in-progress write; its lines are still kept.
-        return flushInto(existing, record.lines, at, log.startTime, changeSeq);
+        return flushInto(existing, log, record.lines, at, log.startTime, changeSeq);
       }
       const merged = mergeLines(existing.lines, record.lines);
       const { bytes, maxLevel } = totalsOf(merged.added);
@@ -163,10 +174,14 @@ export function createRequestWriter(
         line_count: lineCount,
         line_bytes: lineBytes,
       }));
-      rollups.moveStats(
-        statsShareOf(existing),
-        log.finished ? { appKey: app, versionKey, hour: hourOf(sortTime), facts: statsFactsOf(log) } : undefined,
-      );
+      const before = statsShareOf(existing);
+      const facts = log.finished ? statsFactsOf(log) : undefined;
+      rollups.moveStats(before, facts && { appKey: app, versionKey, hour: hourOf(sortTime), facts });
+      // Newly finished: not stored finished before (a finished record sent again or rewritten was).
+      if (facts && before === undefined && notes.watching) {
+        notes.finished({ log, facts, maxLevel: Math.max(storedMax, maxLevel) });
+      }
+      if (merged.added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: merged.added });
       return merged.added.length;
     },
 
@@ -176,7 +191,7 @@ export function createRequestWriter(
       const app = keys.app(request.appId);
       const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
       const existing = stmt.existing.get(app, requestId(request.requestId)) as ExistingRow | undefined;
-      if (existing) return flushInto(existing, lines, at, first);
+      if (existing) return flushInto(existing, request, lines, at, first);
       const version = keys.version(app, request.moduleId, request.versionId);
       const id = changes.next();
       const { bytes, maxLevel } = totalsOf(lines);
@@ -184,6 +199,7 @@ export function createRequestWriter(
         id, app, version, requestId(request.requestId), at, maxLevel, lines.length, bytes, request.moduleSet ? 1 : 0,
         first, encodeLines(lines),
       );
+      if (notes.watchingLines) notes.lines({ request, lines });
       rollups.move(undefined, shareOf({
         app_key: BigInt(app),
         version_key: BigInt(version),

@@ -1,3 +1,4 @@
+import type { CommittedWrites } from "../../committed-writes.js";
 import type { Keys } from "../rows/keys.js";
 import type { SearchIndex } from "../rows/search-doc.js";
 import type { Strings } from "../rows/strings.js";
@@ -16,26 +17,31 @@ export interface WriteTransactionParts {
   strings: Strings;
   search: SearchIndex;
   rollups: Rollups;
+  /** What the writes tell the write observers once committed. */
+  notes: CommittedWrites;
 }
 
 /**
  * The rules of a write's transaction: it runs in the group commit, in its
- * own savepoint; when it throws, the rollup moves it made are cut off and
- * the caches of keys, strings and stop grams are dropped (what they hold
- * may have been inserted by the rolled-back savepoint). What the group's
- * writes moved together (the rollup cells, the last change sequence number)
- * is written once, before the group's COMMIT (`beforeCommit`, given to the
- * batcher).
+ * own savepoint; when it throws, the rollup moves it made are cut off, what
+ * it noted for the write observers is forgotten, and the caches of keys,
+ * strings and stop grams are dropped (what they hold may have been inserted
+ * by the rolled-back savepoint). What the group's writes moved together
+ * (the rollup cells, the last change sequence number, the search documents
+ * waiting) is written once, before the group's COMMIT (`groupWrites`, the
+ * batcher's beforeCommit).
  */
-export function createWriteTransaction({ batcher, keys, strings, search, rollups }: WriteTransactionParts): RunChange {
+export function createWriteTransaction({ batcher, keys, strings, search, rollups, notes }: WriteTransactionParts): RunChange {
   return (work, signal) =>
     guarded(signal, () =>
       batcher.run(() => {
-        const mark = rollups.mark();
+        const mark = notes.mark();
+        const moved = rollups.mark();
         try {
           return work();
         } catch (err) {
-          rollups.cutBack(mark);
+          notes.undo(mark);
+          rollups.cutBack(moved);
           keys.forget();
           strings.forget();
           search.forget();
