@@ -120,7 +120,7 @@ describe("the search index", () => {
       line: [create(LogLineSchema, { time: t0 + 1n, level: 1, logMessage: "go.mod line" })],
     });
     // The store keeps what it is given: far-future times come from stores written before writes refused them.
-    return prepareRequestLog(log, defaultLimits, "log", 2n ** 63n - 1n);
+    return prepareRequestLog(log, defaultLimits, "log", { latest: 2n ** 63n - 1n });
   };
 
   const apply = async (app: string, op: Op) => {

@@ -1707,7 +1707,7 @@ function describeStats(h: Harness): void {
       // A request that ends in the year 3000, stored by a writer that did not bound end times (as reqlog once did).
       const far = 32_503_680_000n * sec;
       const log = request("far", 0n, "/api/v1/teams/9", 200, 1000n, { startTime: far - 1000n, endTime: far });
-      await h.store.write([prepareRequestLog(log, defaultLimits, "log[0]", far)], signal);
+      await h.store.write([prepareRequestLog(log, defaultLimits, "log[0]", { latest: far })], signal);
       const days = Math.ceil((hourOf(far) + 1 - hour) / 24);
       const err = await failure(stats({ startTime: h0 / sec, resolutionHours: 24 }, { maxStatsRecords: 1000 }));
       expect(err.code).toBe(Code.RESOURCE_EXHAUSTED);
