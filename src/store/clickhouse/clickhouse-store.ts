@@ -18,6 +18,8 @@ import type { Snapshot } from "./read/snapshot.js";
 
 export interface ClickHouseStoreParts {
   sql: SqlClient;
+  /** The tables are spread over a cluster (their parts are on every shard). */
+  onCluster?: boolean;
   now: Clock;
   /** The marks every server has published now (server-slots.ts). */
   marks: () => Promise<Snapshot>;
@@ -49,7 +51,7 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
   const { sql, now, marks, batcher, records, paging, changes, listeners } = parts;
   const usage = createUsageReader(sql);
   const stats = createStatsReader(sql);
-  const queries = createQueryReader(sql, records);
+  const queries = createQueryReader(sql, records, parts.onCluster ?? false);
   const change = <T>(work: GroupWork, signal: AbortSignal) => guarded(signal, () => batcher.run<T>(work, signal));
 
   const store: Store = {
