@@ -7,7 +7,7 @@
  * accepted, in order (groups are inserted one at a time); numbers of a group
  * that failed are skipped.
  */
-export function createChangeSequence(start: bigint) {
+export function createChangeSequence(start: bigint): ChangeSequence {
   let last = start;
   let committed = start;
   return {
@@ -26,4 +26,13 @@ export function createChangeSequence(start: bigint) {
   };
 }
 
-export type ChangeSequence = ReturnType<typeof createChangeSequence>;
+export interface ChangeSequence {
+  next(): bigint;
+  /** Marks every number up to `seq` as committed. */
+  commit(seq: bigint): void;
+  readonly committed: bigint;
+  /**
+   * The highest number taken: groups up to it may be stored, in part or whole, before they count as committed.
+   */
+  readonly issued: bigint;
+}

@@ -7,11 +7,11 @@ import type { GroupWork, Touch } from "./write/group-commit.js";
 import type { RecordReader } from "./read/record-reader.js";
 import { createStatsReader } from "./stats/clickhouse-stats.js";
 import { createUsageReader } from "./read/clickhouse-usage.js";
-import type { createSnapshotPaging } from "./read/snapshot-paging.js";
+import type { SnapshotPaging } from "./read/snapshot-paging.js";
 import type { SqlClient } from "./sql-client.js";
 import { bytesToText } from "./rows/sql-literal.js";
 import { guarded } from "./storage-error.js";
-import type { createTailChanges } from "./read/tail-changes.js";
+import type { TailChanges } from "./read/tail-changes.js";
 import type { WriteBatcher } from "./write/write-batcher.js";
 
 export interface ClickHouseStoreParts {
@@ -20,8 +20,8 @@ export interface ClickHouseStoreParts {
   seq: ChangeSequence;
   batcher: WriteBatcher<GroupWork>;
   records: RecordReader;
-  paging: ReturnType<typeof createSnapshotPaging>;
-  changes: ReturnType<typeof createTailChanges>;
+  paging: SnapshotPaging;
+  changes: TailChanges;
   offsetKey: Uint8Array;
   /** Listeners called after every group commit. */
   listeners: Set<() => void>;

@@ -78,7 +78,7 @@ export interface PagingHistory {
  * its filters; only the matches a page can take and the last row examined
  * come back (unchangedScan), and the matching records are then read whole.
  */
-export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq: ChangeSequence, history: PagingHistory, now: Clock) {
+export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq: ChangeSequence, history: PagingHistory, now: Clock): SnapshotPaging {
   /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
   async function changedSince(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
     // (A group being inserted may have stored its rows already, moving records
@@ -328,4 +328,9 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
       return page(plan, snapshot, after, signal);
     },
   };
+}
+
+export interface SnapshotPaging {
+  /** One page of a Read (request ids, or newest first from the plan's cursor). */
+  read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
 }

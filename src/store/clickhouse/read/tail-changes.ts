@@ -12,7 +12,7 @@ import { sqlInt, sqlString } from "../rows/sql-literal.js";
  * of each request of the app with a higher seq, up to the committed one (a
  * group being inserted may be partly visible; it is taken once committed).
  */
-export function createTailChanges(sql: SqlClient, records: RecordReader, seq: ChangeSequence) {
+export function createTailChanges(sql: SqlClient, records: RecordReader, seq: ChangeSequence): TailChanges {
   return async function changes(plan: ReadPlan, afterSeq: bigint, limit: number, signal: AbortSignal) {
     const upTo = seq.committed;
     if (afterSeq >= upTo) return { records: [] as RequestLog[], lastSeq: afterSeq, caughtUp: true };
@@ -37,3 +37,11 @@ export function createTailChanges(sql: SqlClient, records: RecordReader, seq: Ch
     };
   };
 }
+
+/** Up to `limit` records changed after `afterSeq`, oldest first, with where the next call goes on. */
+export type TailChanges = (
+  plan: ReadPlan,
+  afterSeq: bigint,
+  limit: number,
+  signal: AbortSignal,
+) => Promise<{ records: RequestLog[]; lastSeq: bigint; caughtUp: boolean }>;

@@ -50,7 +50,7 @@ function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
  * rollups summed per `scope`: request-writer.ts). Retention's tombstones go
  * the same way.
  */
-export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: KnownKeys, scope: RollupScope, onCommit: () => void) {
+export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: KnownKeys, scope: RollupScope, onCommit: () => void): GroupCommit {
   async function load(touches: readonly Touch[]): Promise<StoredState> {
     const state: StoredState = { rows: new Map(), lines: new Map() };
     // Only requests that may be stored are looked up (known-keys.ts).
@@ -128,4 +128,9 @@ export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: Kn
   };
 }
 
-export type GroupCommit = ReturnType<typeof createGroupCommit>;
+export interface GroupCommit {
+  /** Stores a group of writes; the outcome of each (a write that throws is undone alone). */
+  commitGroup(works: GroupWork[]): Promise<Outcome[]>;
+  /** Expires these stored requests (tombstones); returns how many. */
+  expire(rows: readonly RequestRow[]): Promise<number>;
+}

@@ -94,7 +94,7 @@ export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: str
  * out when given the same tokens again, which searchDoc gives for the same
  * columns and id). `forget` after a write or a group that did not commit.
  */
-export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRule) {
+export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRule): SearchIndex {
   const stop = createStopGramsWriter(db, stopGrams);
   const stmt = {
     insert: db.prepare("INSERT INTO request_search (rowid, doc) VALUES (?, ?)"),
@@ -128,4 +128,15 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
   };
 }
 
-export type SearchIndex = ReturnType<typeof createSearchIndex>;
+export interface SearchIndex {
+  /**
+   * Indexes a row new to the index, and counts its grams for the stop
+   * grams, which may then stop some for rows from `nextId` on (above
+   * every row id given out so far).
+   */
+  add(row: SearchDocColumns, nextId: bigint): void;
+  /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
+  replace(old: SearchDocColumns, now: SearchDocColumns): void;
+  remove(row: SearchDocColumns): void;
+  forget(): void;
+}

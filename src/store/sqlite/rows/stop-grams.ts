@@ -65,7 +65,7 @@ function stopGramsOf(since: ReadonlyMap<string, bigint>): StopGrams {
  * `rule.share` of them, inside the write's transaction. `forget` reloads the
  * set after a write or a group that did not commit.
  */
-export function createStopGramsWriter(db: Database.Database, rule: StopGramRule = defaultStopGramRule) {
+export function createStopGramsWriter(db: Database.Database, rule: StopGramRule = defaultStopGramRule): StopGramsWriter {
   const stmt = {
     all: db.prepare("SELECT gram, since FROM search_stopgrams").raw().safeIntegers(true),
     insert: db.prepare("INSERT OR IGNORE INTO search_stopgrams (gram, since) VALUES (?, ?)"),
@@ -101,4 +101,9 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
   };
 }
 
-export type StopGramsWriter = ReturnType<typeof createStopGramsWriter>;
+export interface StopGramsWriter {
+  current(): StopGrams;
+  /** Counts a new document's grams; past a window, stops the frequent ones for rows from `nextId` on. */
+  observe(grams: readonly string[], nextId: bigint): void;
+  forget(): void;
+}

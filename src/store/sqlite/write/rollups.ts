@@ -82,7 +82,7 @@ export function statsShareOf(row: RowUsage & RowStats): StatsShare | undefined {
  * are summed per (app, hour, version) and applied by `flush` in the same
  * transaction, so a batch of a thousand lines in one hour costs one upsert.
  */
-export function createRollups(db: Database.Database) {
+export function createRollups(db: Database.Database): Rollups {
   const add = db.prepare(`
     INSERT INTO usage_hourly (app_key, hour, version_key, requests, bytes, lines) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (app_key, hour, version_key) DO UPDATE SET
@@ -129,7 +129,16 @@ export function createRollups(db: Database.Database) {
   };
 }
 
-export type Rollups = ReturnType<typeof createRollups>;
+export interface Rollups {
+  /** Moves a row's share from `before` (absent for a new row) to `after` (absent for a deleted row). */
+  move(before: UsageShare | undefined, after: UsageShare | undefined): void;
+  /** Moves a request's share of the stats rollups (stats-rollups.ts), the same way. */
+  moveStats(before: StatsShare | undefined, after: StatsShare | undefined): void;
+  /** Applies the pending deltas (inside the write's transaction). */
+  flush(): void;
+  /** Drops the pending deltas of a write that failed. */
+  discard(): void;
+}
 
 /**
  * Counts the requests stored before migration 004 into the stats rollups,
