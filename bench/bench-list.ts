@@ -27,6 +27,8 @@ export const benches: ListedBench[] = [
   { script: "sdk-bench", full: ["300000", "3"], quick: ["30000", "1"] },
   { script: "stats-bench", full: ["200000", "10000", "1000000", "10000000"], quick: ["20000", "10000", "100000"] },
   { script: "http-bench", full: ["100000", "300"], quick: ["10000", "50"] },
+  { script: "clickhouse-servers-bench", full: ["200000"], quick: ["20000"] },
+  { script: "alerting-bench", full: [], quick: ["--records", "20000", "--series", "500", "--bursts", "2"] },
   { script: "dashboard-screenshot", full: ["--requests", "1000000", "--hours", "720", "--loads", "5"], quick: ["--requests", "20000", "--loads", "2"] },
 ];
 

@@ -5,12 +5,15 @@ import type { Limits } from "../limits.js";
 import type { OffsetCodec } from "../query/offset-codec.js";
 import type { StatusStore, Store } from "../store/store.js";
 import type { PreparePool } from "../write/prepare-pool.js";
+import type { Privacy } from "../write/privacy.js";
 
 /** What the handlers are built from. */
 export interface ServiceDeps {
   store: Store;
   statuses: StatusStore;
   limits: Limits;
+  /** Redaction and IP anonymisation, applied to every record and line written (privacy.ts). */
+  privacy: Privacy;
   auth: Authorizer;
   /** Which resource attributes name the app, version and module of OTLP log records (service.name, service.version). */
   otlp?: OtlpMapping;

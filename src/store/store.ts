@@ -72,6 +72,12 @@ export interface Store {
   subscribe(listener: () => void, signal: AbortSignal): Promise<void>;
   /** The backend's own secret key for authenticating Read offsets (the same across restarts). */
   offsetKey(signal: AbortSignal): Promise<Uint8Array>;
+  /**
+   * Tells `observer`, after each commit, of the requests it stored finished
+   * for the first time (and its new app lines, when the observer takes
+   * them), until `signal` aborts: what the request metrics count.
+   */
+  observeWrites(observer: WriteObserver, signal: AbortSignal): void;
 }
 
 /**
