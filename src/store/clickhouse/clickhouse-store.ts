@@ -7,6 +7,7 @@ import type { GroupWork, Touch } from "./write/group-commit.js";
 import type { RecordReader } from "./read/record-reader.js";
 import { createStatsReader } from "./stats/clickhouse-stats.js";
 import { createUsageReader } from "./read/clickhouse-usage.js";
+import { createQueryReader } from "./read/query-reader.js";
 import type { SnapshotPaging } from "./read/snapshot-paging.js";
 import type { SqlClient } from "./sql-client.js";
 import { bytesToText } from "./rows/sql-literal.js";
@@ -48,6 +49,7 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
   const { sql, now, marks, batcher, records, paging, changes, listeners } = parts;
   const usage = createUsageReader(sql);
   const stats = createStatsReader(sql);
+  const queries = createQueryReader(sql, records);
   const change = <T>(work: GroupWork, signal: AbortSignal) => guarded(signal, () => batcher.run<T>(work, signal));
 
   const store: Store = {
@@ -108,6 +110,10 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
 
     stats(plan, signal) {
       return guarded(signal, () => stats(plan, signal));
+    },
+
+    query(plan, signal) {
+      return guarded(signal, () => queries.query(plan, signal));
     },
 
     changePosition(signal) {
