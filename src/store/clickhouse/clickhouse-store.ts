@@ -8,11 +8,11 @@ import type { RecordReader } from "./read/record-reader.js";
 import { createStatsReader } from "./stats/clickhouse-stats.js";
 import { createUsageReader } from "./read/clickhouse-usage.js";
 import { createQueryReader } from "./read/query-reader.js";
-import type { createSnapshotPaging } from "./read/snapshot-paging.js";
+import type { SnapshotPaging } from "./read/snapshot-paging.js";
 import type { SqlClient } from "./sql-client.js";
 import { bytesToText } from "./rows/sql-literal.js";
 import { guarded } from "./storage-error.js";
-import type { createTailChanges } from "./read/tail-changes.js";
+import type { TailChanges } from "./read/tail-changes.js";
 import type { WriteBatcher } from "./write/write-batcher.js";
 import type { Snapshot } from "./read/snapshot.js";
 
@@ -25,8 +25,8 @@ export interface ClickHouseStoreParts {
   marks: () => Promise<Snapshot>;
   batcher: WriteBatcher<GroupWork>;
   records: RecordReader;
-  paging: ReturnType<typeof createSnapshotPaging>;
-  changes: ReturnType<typeof createTailChanges>;
+  paging: SnapshotPaging;
+  changes: TailChanges;
   offsetKey: Uint8Array;
   /** Listeners called after every group commit, and when another server's mark moves (subscribe). */
   listeners: Set<() => void>;
