@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { charLength, requiredStrings, type StringQuery } from "../../../query/required-strings.js";
-import { entryToken, gramToken, trigramsOf } from "../rows/search-doc.js";
+import { entryToken } from "../rows/search-doc.js";
+import { gramToken, trigramsOf } from "../rows/trigram.js";
 import { createStopGramsReader, type StopGrams } from "../rows/stop-grams.js";
 import { ipTextSql } from "../rows/stored-record.js";
 import { stringKind } from "../rows/strings.js";
@@ -83,7 +84,7 @@ function gramsOf(piece: string, stop: StopGrams): string[] {
  * transaction: the dictionary it looks pieces up in must be the one the
  * Read's rows refer to.
  */
-export function createSearchPlanner(db: Database.Database) {
+export function createSearchPlanner(db: Database.Database): SearchPlanner {
   const stopGrams = createStopGramsReader(db);
   const stmt = {
     smallKinds: db
@@ -220,4 +221,6 @@ export function createSearchPlanner(db: Database.Database) {
   };
 }
 
-export type SearchPlanner = ReturnType<typeof createSearchPlanner>;
+export interface SearchPlanner {
+  plan(pattern: string): SearchPlan;
+}

@@ -226,8 +226,8 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
         for (const hour of hours) stmt.dropRoutes.run({ app, hour }), stmt.dropAgents.run({ app, hour });
         for (const day of new Set([...hours].map(dayOf))) stmt.dropDayRoutes.run({ app, hour: day });
       }
-      // The stats rollups cache names' keys: looked up again from now on.
-      rollups.discard();
+      // The stats rollups cache names' keys: looked up again from now on (not the group's pending moves).
+      rollups.forgetStatsNames();
     }, signal);
   }
 
