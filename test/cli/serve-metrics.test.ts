@@ -88,3 +88,19 @@ describe("reqlog serve with the example --log-metrics file", () => {
     }
   });
 });
+
+describe("reqlog serve --no-request-metrics", () => {
+  it("leaves the apps' requests out of /metrics and keeps reqlog's own metrics", async () => {
+    const server = await startChildServer(["--listen", "127.0.0.1:0", "--db", join(dir, "no-request-metrics.db"), "--no-request-metrics"]);
+    const client = createTestClient({ server: server.address });
+    try {
+      await client.write({ log: [minimalLog({ requestId: rid("a"), endTime: BigInt(Date.now()) * 1000n, status: 200 })] });
+      const text = await (await fetch(`http://${server.httpAddress}/metrics`)).text();
+      expect(text).toContain("reqlog_records_written_total 1\n");
+      expect(text).not.toContain("http_server_request_duration_seconds");
+    } finally {
+      client.close();
+      await server.stop();
+    }
+  });
+});
