@@ -188,6 +188,15 @@ async function scrape(target: number): Promise<void> {
   }
 }
 
+/** Forge routes the bursts fail on, one each (a route's alert is a group of its own in Alertmanager). */
+const burstRoutes = [
+  "/api/v1/repos/{owner}/{repo}/commits",
+  "/api/v1/repos/{owner}/{repo}/branches",
+  "/api/v1/admin/hooks/{id}",
+  "/api/v1/repos/{owner}/{repo}/compare/{basehead}",
+  "/api/v1/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip",
+];
+
 /** 3. From a 5xx burst to the webhook, once per route; with --screenshot, the dashboard while the last fires. */
 async function burstToWebhook(bursts: number, screenshot: string | undefined): Promise<void> {
   console.log(`\n3. From a 5xx burst to Alertmanager's webhook (scrape and rules every 1 s, group_wait 1 s), ${bursts} bursts`);
@@ -216,7 +225,7 @@ async function burstToWebhook(bursts: number, screenshot: string | undefined): P
     }
     const latencies: number[] = [];
     for (let b = 0; b < bursts; b++) {
-      const route = `/api/v1/repos/{owner}/{repo}/route${b}`;
+      const route = burstRoutes[b % burstRoutes.length]!;
       let failing = false;
       const traffic = setInterval(() => {
         void write([record(serial++, route, 200, 20_000), record(serial++, route, 200, 25_000), ...(failing ? [record(serial++, route, 500, 30_000), record(serial++, route, 503, 15_000)] : [])]);
