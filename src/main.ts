@@ -7,6 +7,7 @@ import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
 import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli/token.js";
 import { type StatsOptions, statsCommand } from "./cli/stats.js";
+import { type QueryOptions, queryCommand } from "./cli/query.js";
 import { type ImportOptions, importCommand } from "./cli/import.js";
 import { type ShipOptions, shipCommand } from "./cli/ship.js";
 import { defaultOtlpMapping } from "./ingest/otlp-log-records.js";
@@ -26,6 +27,7 @@ import { defaultMaxSeriesPerApp, defaultMetricsMaxAge } from "./metrics/metrics.
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
 import type { StoreChoice } from "./cli/open-backend.js";
+import { checkRedactParam, compileRedactPattern } from "./write/privacy.js";
 
 /** Wraps a parser so commander reports its message as an invalid argument. */
 function arg<T>(parse: (text: string, what: string) => T, what: string) {
@@ -274,6 +276,28 @@ serveCommand
   .addOption(new Option("--otlp-version-attribute <name>", "OTLP resource attribute naming the version").env("REQLOG_OTLP_VERSION_ATTRIBUTE").default(defaultOtlpMapping.versionAttribute))
   .addOption(new Option("--otlp-module-attribute <name>", "OTLP resource attribute naming the module (default: none, module default)").env("REQLOG_OTLP_MODULE_ATTRIBUTE"))
   .addOption(new Option("--otlp-default-version <id>", "version of OTLP records whose resource names none").env("REQLOG_OTLP_DEFAULT_VERSION").default(defaultOtlpMapping.defaultVersion));
+serveCommand
+  .addOption(
+    new Option("--redact-param <name>", "also redact this query parameter's value (repeatable; sig, token, password … are by default)")
+      .argParser((name: string, previous: string[] = []) => [...previous, arg(checkRedactParam, "--redact-param")(name)])
+      .default([]),
+  )
+  .addOption(
+    new Option("--redact-pattern <re2>", "also redact what this RE2 pattern matches (its groups, if it has any) in resources and app lines (repeatable)")
+      .argParser((source: string, previous: string[] = []) => {
+        arg(compileRedactPattern, "--redact-pattern")(source);
+        return [...previous, source];
+      })
+      .default([]),
+  )
+  .addOption(
+    new Option("--no-default-redaction", "do not redact the built-in credentials (only --redact-param and --redact-pattern)").env(
+      "REQLOG_NO_DEFAULT_REDACTION",
+    ),
+  )
+  .addOption(
+    new Option("--anonymize-ip", "store client IPs with the last IPv4 octet / last 80 IPv6 bits zeroed").env("REQLOG_ANONYMIZE_IP"),
+  );
 serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
@@ -304,6 +328,12 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
       clientCa: opts.tlsClientCa as string | undefined,
     },
     limits,
+    privacy: {
+      defaultRedaction: opts.defaultRedaction !== false,
+      redactParams: opts.redactParam as string[],
+      redactPatterns: opts.redactPattern as string[],
+      anonymizeIp: Boolean(opts.anonymizeIp),
+    },
     otlp: {
       appAttribute: opts.otlpAppAttribute as string,
       versionAttribute: opts.otlpVersionAttribute as string,
@@ -382,6 +412,19 @@ rollupCommand("stats", "print requests, errors, bytes and latency percentiles pe
   .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
   .action(async (opts: StatsOptions) => {
     await statsCommand(opts);
+  });
+
+program
+  .command("query")
+  .description("ask a question of an app's requests in LogsQL (docs/query.md): a table, or a JSON object per row")
+  .addOption(serverOption())
+  .addOption(tokenOption())
+  .addOption(tlsOption())
+  .requiredOption("--app <id>", "app id")
+  .option("--json", "print one JSON object per row, named by column", false)
+  .argument("<query>", "e.g. '_time:1h status:>=500 | stats by (route) count() as errors'")
+  .action(async (query: string, opts: QueryOptions) => {
+    await queryCommand(query, opts);
   });
 
 /** A command that reads access logs into an app (import, ship): where records go and how lines are read. */

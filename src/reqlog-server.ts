@@ -13,6 +13,7 @@ import { noObserver } from "./service/call-outcome.js";
 import { createLogService, type LogServiceCore } from "./service/log-service.js";
 import type { Backend } from "./store/store.js";
 import { createPreparePool, type PreparePool } from "./write/prepare-pool.js";
+import { createPrivacy, defaultPrivacyOptions, type PrivacyOptions } from "./write/privacy.js";
 
 export interface ReqlogServerOptions {
   /** HOST:PORT of the gRPC port (port 0 picks a free one). */
@@ -28,6 +29,8 @@ export interface ReqlogServerOptions {
   /** Pages served on the HTTP port besides the RPCs and /metrics (the dashboard). */
   pages?: PageHandler[];
   limits: Limits;
+  /** Redaction and IP anonymisation of what is written (default: the built-in redaction, IPs as sent). */
+  privacy?: PrivacyOptions;
   logger: Logger;
   shutdownTimeoutMs: number;
   /** TLS for the gRPC port; plaintext when unset. */
@@ -75,10 +78,12 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
   if (metrics?.writes) backend.store.observeWrites(metrics.writes, serving.signal);
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const prepareWorkers = options.prepareWorkers ?? 0;
-  const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits) : undefined;
+  const privacyOptions = options.privacy ?? defaultPrivacyOptions;
+  const privacy = createPrivacy(privacyOptions);
+  const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits, privacyOptions) : undefined;
   const alerts: AlertmanagerAlerts | undefined =
     options.alertmanager && createAlertmanagerAlerts({ ...options.alertmanager, logger });
-  const service = createLogService({ store, statuses: backend.statuses, limits, auth, otlp: options.otlp, prepare, alerts });
+  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare, alerts });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {

@@ -56,7 +56,7 @@ export function createScanBudget(db: Database.Database) {
 
   return {
     /** Runs `work` with the plan's budget and patterns in force. */
-    run<T>(plan: ReadPlan, cancel: Int32Array | undefined, work: () => T): T {
+    run<T>(plan: Pick<ReadPlan, "budget"> & Partial<Pick<ReadPlan, "combinedRegex" | "hostRegex">>, cancel: Int32Array | undefined, work: () => T): T {
       Object.assign(state, {
         examined: 0,
         maxRows: plan.budget.rows,

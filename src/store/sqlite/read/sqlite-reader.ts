@@ -9,6 +9,8 @@ import { rowToRequestLog } from "../rows/stored-record.js";
 import { createScanBudget } from "./scan-budget.js";
 import { createSnapshotPaging, type SearchIndexUse } from "./snapshot-paging.js";
 import { createTailChanges } from "./tail-changes.js";
+import { createQueryReader, type QueryOutcome } from "./query-reader.js";
+import type { QueryPlan } from "../../../query/logsql/plan-query.js";
 
 /** A Read page, and whether its call was cancelled while it scanned (then it is not to be answered). */
 type ReadOutcome = ReadResult & { cancelled?: boolean };
@@ -25,6 +27,7 @@ export function createSqliteReader(db: Database.Database, searchIndex: SearchInd
   const budget = createScanBudget(db);
   const paging = createSnapshotPaging(db, sql, lines, budget, searchIndex);
   const tail = createTailChanges(db, sql, lines);
+  const queries = createQueryReader(db, sql, budget, searchIndex);
   // One read transaction per Read: its statements, and the dictionary its
   // search plan looks pieces up in, all see the same committed state.
   const snapshot = db.transaction(<T>(work: () => T): T => work());
@@ -43,6 +46,10 @@ export function createSqliteReader(db: Database.Database, searchIndex: SearchInd
           return budget.cancelled ? { ...read, cancelled: true } : read;
         }),
       );
+    },
+    /** A query's answer from the rows (docs/query.md); `cancel` stops its scan as a spent budget would. */
+    query(plan: QueryPlan, cancel?: Int32Array): QueryOutcome {
+      return budget.run(plan, cancel, () => inSnapshot(() => queries.query(plan)));
     },
     changes(plan: ReadPlan, afterSeq: bigint, limit: number) {
       return budget.run(plan, undefined, () => inSnapshot(() => tail.changes(appKey(plan.appId), plan, afterSeq, limit)));
