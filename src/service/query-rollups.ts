@@ -1,9 +1,9 @@
-import { histogramPercentile } from "../domain/latency-histogram.js";
+import { histogramOf, histogramPercentile } from "../domain/latency-histogram.js";
 import { addFigures, noFigures, type StatsFigures } from "../domain/stats-figures.js";
 import type { Limits } from "../limits.js";
 import { compileFilter } from "../query/logsql/match-filter.js";
 import type { QueryPlan, RollupPlan } from "../query/logsql/plan-query.js";
-import type { StatsFunc } from "../query/logsql/query-ast.js";
+import type { Filter, StatsFunc } from "../query/logsql/query-ast.js";
 import { queryField } from "../query/logsql/query-fields.js";
 import type { Row, Value } from "../query/logsql/query-value.js";
 import { compareKeys, createPipeline, groupValue } from "../query/logsql/run-pipes.js";
@@ -16,6 +16,54 @@ const hourUs = 3_600_000_000;
 export interface RollupAnswer {
   rows: Value[][];
   cut: boolean;
+  /** Requests the edges' reads examined (0 without edges). */
+  scanned: number;
+  /** Set when an edge's read stopped at its budget: how many requests the edges held. */
+  total?: number;
+}
+
+/** What one request read from the rows adds to its group: the figures Stats keeps of it (statsFactsOf's clamps). */
+function figuresOfRow(row: Row): StatsFigures {
+  const latency = Math.max(0, (row.get("latency") as number | null) ?? 0);
+  const status = (row.get("status") as number | null) ?? 0;
+  return {
+    requests: 1,
+    errors: status >= 500 && status <= 599 ? 1 : 0,
+    bytes: Math.max(0, (row.get("response_size") as number | null) ?? 0),
+    latency: histogramOf([latency]),
+  };
+}
+
+/**
+ * The requests in the parts of hours at the range's ends (`_time:1h` begins
+ * inside an hour): the query's filter over each edge, read from the rows as
+ * the fields a group and its figures need.
+ */
+async function edgeRows(plan: QueryPlan, r: RollupPlan, store: Pick<Store, "query">, signal: AbortSignal) {
+  const by = r.pipe.kind === "stats" ? r.pipe.by.map((b) => b.field) : r.pipe.by;
+  const fields = [...new Set([...by, "latency", "response_size", "status"])];
+  const columns = fields.map((name) => ({ name, type: queryField(name)!.type }));
+  const rows: Row[] = [];
+  let scanned = 0;
+  let total: number | undefined;
+  for (const edge of r.edges) {
+    const filter: Filter = { kind: "and", filters: [plan.query.filter, { kind: "time", ...edge }] };
+    const answer = await store.query(
+      {
+        ...plan,
+        query: { filter, pipes: [{ kind: "fields", fields }], columns },
+        time: edge,
+        rollup: undefined,
+        maxRows: plan.budget.rows + 1,
+      },
+      signal,
+    );
+    scanned += answer.scanned;
+    if (answer.total !== undefined || answer.cut) total = (total ?? 0) + (answer.total ?? answer.scanned);
+    else if (total !== undefined) total += answer.scanned;
+    for (const values of answer.rows) rows.push({ get: (f) => values[fields.indexOf(f)] ?? null });
+  }
+  return { rows, scanned, total };
 }
 
 function gcd(a: number, b: number): number {
@@ -59,7 +107,7 @@ function statsPlanOf(plan: QueryPlan, r: RollupPlan, limits: Limits, firstHour: 
  * Counts and sums are exact; latency quantiles are read from the merged
  * latency histogram (in the same bucket as the exact value, as Stats's).
  */
-export async function answerFromRollups(plan: QueryPlan, store: Pick<Store, "stats">, limits: Limits, signal: AbortSignal): Promise<RollupAnswer | undefined> {
+export async function answerFromRollups(plan: QueryPlan, store: Pick<Store, "stats" | "query">, limits: Limits, signal: AbortSignal): Promise<RollupAnswer | undefined> {
   const r = plan.rollup!;
   try {
     let firstHour = r.startHour;
@@ -71,7 +119,9 @@ export async function answerFromRollups(plan: QueryPlan, store: Pick<Store, "sta
       else firstHour = extent.startHour;
     }
     const result = await store.stats(statsPlanOf(plan, r, limits, firstHour), signal);
-    return groupRecords(plan, r, result.records);
+    const edges = r.edges.length > 0 ? await edgeRows(plan, r, store, signal) : { rows: [], scanned: 0, total: undefined };
+    const answer = groupRecords(plan, r, result.records, edges.rows);
+    return answer && { ...answer, scanned: edges.scanned, ...(edges.total !== undefined ? { total: edges.total } : {}) };
   } catch (err) {
     if (err instanceof ReqlogError && err.code === Code.RESOURCE_EXHAUSTED) return undefined;
     throw err;
@@ -80,7 +130,7 @@ export async function answerFromRollups(plan: QueryPlan, store: Pick<Store, "sta
 
 type RecordLike = StatsFigures & { startHour: number; route?: string; statusClass: number; moduleId?: string; versionId?: string };
 
-function groupRecords(plan: QueryPlan, r: RollupPlan, records: readonly RecordLike[]): RollupAnswer | undefined {
+function groupRecords(plan: QueryPlan, r: RollupPlan, records: readonly RecordLike[], edgeRows: readonly Row[]): Omit<RollupAnswer, "scanned"> | undefined {
   const keep = compileFilter(r.filter, (f) => queryField(f)!.type);
   const by = r.pipe.kind === "stats" ? r.pipe.by : r.pipe.by.map((field) => ({ field }));
   const groups = new Map<string, { key: Value[]; figures: StatsFigures }>();
@@ -102,6 +152,13 @@ function groupRecords(plan: QueryPlan, r: RollupPlan, records: readonly RecordLi
     let group = groups.get(id);
     if (!group) groups.set(id, (group = { key, figures: noFigures() }));
     addFigures(group.figures, record);
+  }
+  for (const row of edgeRows) {
+    const key = by.map((b) => groupValue(row, b));
+    const id = JSON.stringify(key);
+    let group = groups.get(id);
+    if (!group) groups.set(id, (group = { key, figures: noFigures() }));
+    addFigures(group.figures, figuresOfRow(row));
   }
   if (r.pipe.kind === "stats" && by.length === 0 && groups.size === 0) groups.set("", { key: [], figures: noFigures() });
   let sorted = [...groups.values()].sort((a, b) => compareKeys(a.key, b.key));

@@ -54,12 +54,12 @@ export function createQueryHandler({ store, limits, clock = systemClock }: Servi
     call.authorize([plan.appId]);
     const fromRollups = plan.rollup ? await answerFromRollups(plan, store, limits, call.signal) : undefined;
     const answer: Omit<QueryResult, "source"> & { source: string } = fromRollups
-      ? { ...fromRollups, source: "rollups", scanned: 0 }
+      ? { ...fromRollups, source: "rollups" }
       : await store.query(plan, call.signal);
     const columns = plan.query.columns;
     const summary = {
       source: answer.source,
-      ...(fromRollups ? {} : { scanned: BigInt(answer.scanned) }),
+      ...(fromRollups && answer.scanned === 0 ? {} : { scanned: BigInt(answer.scanned) }),
       ...(answer.total !== undefined ? { total: BigInt(answer.total) } : {}),
       ...(partialOf(plan, answer) !== undefined ? { partial: partialOf(plan, answer) } : {}),
     };

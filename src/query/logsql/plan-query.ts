@@ -48,6 +48,8 @@ export interface RollupPlan {
   /** Hours since the epoch: [startHour, endHour); undefined: open. */
   startHour?: number;
   endHour?: number;
+  /** The parts of hours at the range's ends (µs, inclusive), whose requests are read from the rows and added in. */
+  edges: { min: number; max: number }[];
   filter: Filter;
   /** Classes (0 … 5) a status filter keeps whole; undefined: every class (no status filter). */
   classes?: number[];
@@ -146,9 +148,14 @@ const covered = (inner: Intervals, outer: Intervals) =>
 function rollupOf(query: Query, terms: Filter[], time: { min: number; max: number }): { rollup?: RollupPlan } {
   const pipe = query.pipes[0];
   if (!pipe || (pipe.kind !== "stats" && pipe.kind !== "top")) return {};
-  // Whole hours only: an hour's rollup counts every request of the hour.
-  if (time.min !== -Infinity && time.min % hourUs !== 0) return {};
-  if (time.max !== Infinity && (time.max + 1) % hourUs !== 0) return {};
+  // An hour's rollup counts every request of the hour: the whole hours of the range come from the rollups, the
+  // parts of hours at its ends (`_time:1h`) from the rows.
+  const startHour = time.min === -Infinity ? undefined : Math.ceil(time.min / hourUs);
+  const endHour = time.max === Infinity ? undefined : Math.floor((time.max + 1) / hourUs);
+  if (startHour !== undefined && endHour !== undefined && startHour >= endHour) return {};
+  const edges: { min: number; max: number }[] = [];
+  if (startHour !== undefined && startHour * hourUs > time.min) edges.push({ min: time.min, max: startHour * hourUs - 1 });
+  if (endHour !== undefined && endHour * hourUs <= time.max) edges.push({ min: endHour * hourUs, max: time.max });
   let statuses: Intervals | undefined;
   const kept: Filter[] = [];
   for (const t of terms) {
@@ -192,8 +199,9 @@ function rollupOf(query: Query, terms: Filter[], time: { min: number; max: numbe
   const filter: Filter = kept.length === 0 ? { kind: "all" } : kept.length === 1 ? kept[0]! : { kind: "and", filters: kept };
   return {
     rollup: {
-      ...(time.min !== -Infinity ? { startHour: time.min / hourUs } : {}),
-      ...(time.max !== Infinity ? { endHour: (time.max + 1) / hourUs } : {}),
+      ...(startHour !== undefined ? { startHour } : {}),
+      ...(endHour !== undefined ? { endHour } : {}),
+      edges,
       filter,
       ...(statuses ? { classes } : {}),
       partialClasses,

@@ -10,6 +10,7 @@ import type { PlanSql } from "./plan-sql.js";
 import { createQueryRows, type RawRow } from "./query-row.js";
 import type { ScanBudget } from "./scan-budget.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
+import { searchIndexedSql } from "../rows/sql.js";
 import { stringKind } from "../rows/strings.js";
 
 /** Columns that hold a key of `strings`, by query field. */
@@ -27,6 +28,7 @@ const maxDictionary = 20_000;
 const numberColumns = new Set(["status", "latency", "response_size", "mcycles"]);
 
 const typeOf = (field: string) => queryField(field)!.type;
+const hourUs = 3_600_000_000;
 
 export type QueryOutcome = QueryResult & { cancelled?: boolean };
 
@@ -41,7 +43,7 @@ export type QueryOutcome = QueryResult & { cancelled?: boolean };
  * (match-filter.ts) on each row SQLite yields, and the rows go through the
  * shared pipeline (run-pipes.ts).
  */
-export function createQueryReader(db: Database.Database, sql: PlanSql, budget: ScanBudget, searchIndex: SearchIndexUse) {
+export function createQueryReader(db: Database.Database, sql: PlanSql, budget: ScanBudget, searchIndex: SearchIndexUse): QueryReader {
   const appKey = createAppLookup(db);
   const rows = createQueryRows(db);
   const stmt = {
@@ -51,6 +53,8 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
     inRange: db
       .prepare("SELECT count(*) FROM requests INDEXED BY requests_by_time WHERE app_key = ? AND sort_time >= ? AND sort_time <= ?")
       .pluck(),
+    unindexed: db.prepare(`SELECT id FROM requests WHERE id > ${searchIndexedSql} AND app_key = ? AND has_record = 1`).pluck(),
+    inHours: db.prepare("SELECT coalesce(sum(requests), 0) FROM usage_hourly WHERE app_key = ? AND hour >= ? AND hour <= ?").pluck(),
   };
   const statements = new Map<string, Database.Statement>();
   const statement = (text: string) => {
@@ -91,7 +95,7 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
   }
 
   /** The search index's candidates for the plan's required text: undefined when it cannot narrow, or they are too many. */
-  function candidates(plan: QueryPlan): { ids: number[] } | "none" | undefined {
+  function candidates(app: number, plan: QueryPlan): { ids: number[] } | "none" | undefined {
     if (searchIndex === "never" || plan.searchPatterns.length === 0) return undefined;
     const matches: string[] = [];
     for (const pattern of plan.searchPatterns) {
@@ -103,6 +107,8 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
     const ids = statement(`SELECT rowid FROM request_search WHERE request_search MATCH ? LIMIT ${plan.budget.rows + 1}`)
       .pluck()
       .all(matches.join(" AND ")) as number[];
+    // Rows whose documents the writer has not made yet (search-doc.ts catchUp) are candidates too.
+    for (const id of stmt.unindexed.all(app) as number[]) ids.push(id);
     return ids.length > plan.budget.rows ? undefined : { ids };
   }
 
@@ -120,29 +126,31 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
         const n = t.kind === "time" ? undefined : narrowing(app, t);
         if (n) narrow.push(n);
       }
-      const found = candidates(plan);
+      const found = candidates(app, plan);
       if (found === "none") return { rows: pipeline.finish(), source: "index", scanned: 0, cut: false };
       const select = rows.selectList(requestFieldsRead(plan.query));
-      let text: string;
+      let text = "";
       if (found) {
         budget.charge(found.ids.length);
         where.push("r.id IN (SELECT value FROM json_each(@ids))", ...narrow);
         text = `SELECT ${select} FROM requests r NOT INDEXED WHERE ${where.join(" AND ")} ORDER BY r.sort_time DESC, r.id DESC`;
-      } else {
+      }
+      const min = Number.isFinite(plan.time.min) ? plan.time.min : Number.MIN_SAFE_INTEGER;
+      const max = Number.isFinite(plan.time.max) ? plan.time.max : Number.MAX_SAFE_INTEGER;
+      // The requests of the range's hours (the Usage rollups, a few hundred rows a month): when they are within
+      // the budget's rows the scan is whole whatever it finds, and SQLite tests each row without a call into JS.
+      const hoursHold = found ? 0 : (stmt.inHours.get(app, Math.floor(min / hourUs), Math.floor(max / hourUs)) as number);
+      const whole = !found && hoursHold <= plan.budget.rows;
+      if (!found) {
         for (const pattern of plan.searchPatterns) {
           const test = sql.search(pattern).prefilter();
           if (test) narrow.push(test);
         }
-        // reqlog_spent() counts every row the time index yields, before the other tests (as a Read's scan does).
-        where.push(`(reqlog_spent() OR (${narrow.join(" AND ")}))`);
+        // Otherwise reqlog_spent() counts every row the time index yields, before the other tests (as a Read's scan does).
+        where.push(whole ? narrow.join(" AND ") : `(reqlog_spent() OR (${narrow.join(" AND ")}))`);
         text = `SELECT ${select} FROM requests r INDEXED BY requests_by_time WHERE ${where.join(" AND ")} ORDER BY r.sort_time DESC, r.id DESC`;
       }
-      const params = {
-        app,
-        min: Number.isFinite(plan.time.min) ? plan.time.min : Number.MIN_SAFE_INTEGER,
-        max: Number.isFinite(plan.time.max) ? plan.time.max : Number.MAX_SAFE_INTEGER,
-        ...(found ? { ids: JSON.stringify(found.ids) } : {}),
-      };
+      const params = { app, min, max, ...(found ? { ids: JSON.stringify(found.ids) } : {}) };
       const reader = rows.reader(plan.appId);
       let stopped = false;
       for (const raw of statement(text).iterate(params) as Iterable<RawRow>) {
@@ -151,14 +159,14 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
           stopped = true;
           break;
         }
-        if (!found && budget.spent) break;
+        if (!found && !whole && budget.spent) break;
       }
       // A scan the budget stopped: the answer is of the newest rows examined, unless they were all.
-      const total = !found && !stopped && budget.spent && !budget.cancelled ? (stmt.inRange.get(app, params.min, params.max) as number) : 0;
+      const total = !found && !whole && !stopped && budget.spent && !budget.cancelled ? (stmt.inRange.get(app, min, max) as number) : 0;
       return {
         rows: pipeline.finish(),
         source: found ? "index" : "scan",
-        scanned: budget.examined,
+        scanned: whole ? hoursHold : budget.examined,
         ...(total > budget.examined ? { total } : {}),
         cut: pipeline.cut,
         ...(budget.cancelled ? { cancelled: true } : {}),
@@ -167,4 +175,6 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
   };
 }
 
-export type QueryReader = ReturnType<typeof createQueryReader>;
+export interface QueryReader {
+  query(plan: QueryPlan): QueryOutcome;
+}
