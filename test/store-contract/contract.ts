@@ -282,6 +282,13 @@ async function writeSix(h: Harness): Promise<void> {
 }
 
 /**
+ * Random query rounds for a ClickHouse backend: a round costs about 0.3 s
+ * there (its writes and queries are HTTP calls) against a few ms on SQLite,
+ * and four ClickHouse variants run the contract.
+ */
+export const clickhouseQueryRuns = 20;
+
+/**
  * The whole contract for a backend; `queryRuns` is how many random rounds of
  * queries it checks (each writes traffic of its own app and asks a few).
  */
