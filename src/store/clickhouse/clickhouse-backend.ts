@@ -174,6 +174,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   return {
     store: createClickHouseStore({
       sql,
+      onCluster: layout.cluster !== undefined,
       now,
       marks,
       batcher,
