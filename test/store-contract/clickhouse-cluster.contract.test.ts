@@ -29,7 +29,7 @@ const rowsOf = async (server: number, query: string) => {
 // each test then starts from empty tables on both shards (TRUNCATE on each
 // server: distributed DDL takes ~0.1 s a statement, 40 of them per database).
 beforeAll(async () => {
-  cluster = await startClickHouseCluster({ inMemory: true });
+  cluster = await startClickHouseCluster();
   const backend = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name });
   await backend.close();
   localTables = (

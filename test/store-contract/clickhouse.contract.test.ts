@@ -35,7 +35,7 @@ vi.setConfig({ hookTimeout: 600_000, testTimeout: 360_000 });
 // every tiny insert of a test writes a part of a file per column.
 let server: ClickHouseServer;
 beforeAll(async () => {
-  server = await startClickHouse({ name: "reqlog-contract-clickhouse-", inMemory: true });
+  server = await startClickHouse({ name: "reqlog-contract-clickhouse-" });
 });
 afterAll(async () => {
   await server?.stop();
