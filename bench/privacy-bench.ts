@@ -155,5 +155,5 @@ async function deleteCost(): Promise<void> {
   }
 }
 
-await redactionCost();
-await deleteCost();
+if (perSide > 0) await redactionCost();
+if (stored > 0) await deleteCost();
