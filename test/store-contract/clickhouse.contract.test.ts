@@ -40,10 +40,10 @@ afterAll(async () => {
 let databases = 0;
 
 // A database of its own per test, as `reqlog serve --store clickhouse` opens one.
-describeStoreContract("ClickHouse (one node)", async (now) => {
+describeStoreContract("ClickHouse (one node)", async (now, requestLines) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   return reopenable(
-    () => openClickHouseBackend({ url: server.url, database, now }),
+    () => openClickHouseBackend({ url: server.url, database, now, requestLines }),
     async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },

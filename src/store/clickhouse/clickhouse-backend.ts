@@ -5,6 +5,8 @@ import { createChangeSequence } from "./change-sequence.js";
 import { createClickHouseStatuses } from "./clickhouse-statuses.js";
 import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
+import { defaultLimits } from "../../limits.js";
+import type { RequestLineCap } from "../../write/request-line-cap.js";
 import { createGroupCommit, type GroupWork } from "./group-commit.js";
 import { createKnownKeys, type KnownKeys } from "./known-keys.js";
 import { loadMeta, migrate } from "./migrate.js";
@@ -33,6 +35,8 @@ export interface ClickHouseBackendOptions {
    * run writes between a Read's queries, to pin down what a race can do.
    */
   interpose?: (sql: SqlClient) => SqlClient;
+  /** What one request may hold of app lines (default: the limits' defaults). */
+  requestLines?: RequestLineCap;
 }
 
 /** Retention's and compaction's scans of every request may take a while on a large store. */
@@ -114,7 +118,8 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const seq = createChangeSequence(meta.lastSeq);
   const history = { floor: meta.movesFloor };
   const listeners = new Set<() => void>();
-  const commit = createGroupCommit(sql, seq, known, layout.cluster === undefined ? "group" : "request", () => {
+  const cap = options.requestLines ?? defaultLimits;
+  const commit = createGroupCommit(sql, seq, known, layout.cluster === undefined ? "group" : "request", cap, () => {
     for (const listener of listeners) listener();
   });
   const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);

@@ -1,3 +1,4 @@
+import type { RequestLineCap } from "../../write/request-line-cap.js";
 import type { ChangeSequence } from "./change-sequence.js";
 import type { KnownKeys } from "./known-keys.js";
 import { type RequestRow, requestKey } from "./request-row.js";
@@ -50,7 +51,14 @@ function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
  * rollups summed per `scope`: request-writer.ts). Retention's tombstones go
  * the same way.
  */
-export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: KnownKeys, scope: RollupScope, onCommit: () => void) {
+export function createGroupCommit(
+  sql: SqlClient,
+  seq: ChangeSequence,
+  known: KnownKeys,
+  scope: RollupScope,
+  cap: RequestLineCap,
+  onCommit: () => void,
+) {
   async function load(touches: readonly Touch[]): Promise<StoredState> {
     const state: StoredState = { rows: new Map(), lines: new Map() };
     // Only requests that may be stored are looked up (known-keys.ts).
@@ -104,7 +112,7 @@ export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: Kn
   return {
     /** Stores a group of writes; the outcome of each (a write that throws is undone alone). */
     async commitGroup(works: GroupWork[]): Promise<Outcome[]> {
-      const writer = createRequestWriter(await load(works.flatMap((w) => w.touches)), seq.next);
+      const writer = createRequestWriter(await load(works.flatMap((w) => w.touches)), seq.next, cap);
       const outcomes = works.map((work): Outcome => {
         const mark = writer.mark();
         try {
@@ -120,7 +128,7 @@ export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: Kn
 
     /** Expires these stored requests (tombstones); returns how many. */
     async expire(rows: readonly RequestRow[]): Promise<number> {
-      const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, seq.next);
+      const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, seq.next, cap);
       for (const row of rows) writer.expire(row);
       await save(writer);
       return rows.length;

@@ -1,5 +1,6 @@
 import { isFieldSet, ScalarType } from "@bufbuild/protobuf";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
+import { checkRequestLines, type RequestLineCap } from "../../write/request-line-cap.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../domain/records.js";
 import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
 import {
@@ -48,7 +49,7 @@ export const storedLineKey = (line: { time: string; pos: number; level: number; 
  * one INSERT. Each write of the group can be undone alone (`mark`, `undo`),
  * as a savepoint would.
  */
-export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
+export function createRequestWriter(state: StoredState, nextSeq: () => bigint, cap: RequestLineCap) {
   const changes: Change[] = [];
   const undoLog: (() => void)[] = [];
 
@@ -69,8 +70,8 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
     return set;
   }
 
-  /** Keeps the lines not stored yet; the new totals of `row` (absent: a new request). */
-  function addLines(key: string, row: RequestRow | undefined, lines: readonly AppLine[]) {
+  /** Keeps the lines not stored yet; the new totals of `row` (absent: a new request), within the cap. */
+  function addLines(key: string, row: RequestRow | undefined, lines: readonly AppLine[], requestId: string) {
     const known = linesOf(key, row === undefined);
     const added: AppLine[] = [];
     let bytes = 0;
@@ -84,13 +85,12 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
       added.push(line);
       bytes += lineWireBytes(line);
     }
+    const lineCount = BigInt(row?.line_count ?? 0) + BigInt(added.length);
+    const lineBytes = BigInt(row?.line_bytes ?? 0) + BigInt(bytes);
+    if (added.length > 0) checkRequestLines(lineCount, lineBytes, cap, requestId);
     return {
       added,
-      totals: {
-        max_level: maxLevel,
-        line_count: String(BigInt(row?.line_count ?? 0) + BigInt(added.length)),
-        line_bytes: String(BigInt(row?.line_bytes ?? 0) + BigInt(bytes)),
-      },
+      totals: { max_level: maxLevel, line_count: String(lineCount), line_bytes: String(lineBytes) },
     };
   }
 
@@ -103,7 +103,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
   /** Adds lines to a stored request: a change; an in-progress request moves to `at`. */
   function flushInto(key: string, stored: RequestRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
     if (lines.length === 0) return 0;
-    const { added, totals } = addLines(key, stored, lines);
+    const { added, totals } = addLines(key, stored, lines, stored.request_id);
     const row: RequestRow = {
       ...stored,
       ...totals,
@@ -142,7 +142,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
         return flushInto(key, stored, record.lines, at, log.startTime);
       }
       const seq = String(nextSeq());
-      const { added, totals } = addLines(key, stored, record.lines);
+      const { added, totals } = addLines(key, stored, record.lines, requestId);
       const columns = recordColumns(log);
       let bits = BigInt(columns.set_fields);
       if (isFieldSet(log, RequestLogSchema.field.moduleId)) bits |= moduleSetBit;
@@ -183,7 +183,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
       const stored = state.rows.get(key);
       if (stored) return flushInto(key, stored, lines, at, first);
       const seq = String(nextSeq());
-      const { added, totals } = addLines(key, undefined, lines);
+      const { added, totals } = addLines(key, undefined, lines, requestId);
       const columns = recordColumns(placeholderRecord(first));
       const row: RequestRow = {
         ...columns,

@@ -1,4 +1,5 @@
 import type { RequestLog } from "../../../gen/reqlog/v1/log_service_pb.js";
+import { createPageBytes, pageBytesOf } from "../../query/page-bytes.js";
 import type { ReadPlan } from "../../query/read-plan.js";
 import type { ChangeSequence } from "./change-sequence.js";
 import { and, planFilters, timeRange } from "./plan-sql.js";
@@ -28,6 +29,13 @@ export function createTailChanges(sql: SqlClient, records: RecordReader, seq: Ch
       `SELECT * FROM requests FINAL WHERE ${and(where)} ORDER BY seq LIMIT ${sqlInt(limit)}`,
       signal,
     );
+    // At most a page's bytes a message: the rest is delivered next, from the last change taken.
+    const bytes = createPageBytes(plan);
+    const fitting = rows.findIndex((row) => !bytes.take(pageBytesOf(row.record_bytes, row.line_bytes, plan)));
+    if (fitting >= 0) {
+      const taken = rows.slice(0, fitting);
+      return { records: await records.toLogs(taken, plan, signal), lastSeq: BigInt(taken.at(-1)!.seq), caughtUp: false };
+    }
     // A full batch may have more behind it; otherwise everything up to now was examined.
     const full = rows.length === limit;
     return {

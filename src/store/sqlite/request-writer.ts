@@ -2,6 +2,7 @@ import { isFieldSet } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
 import { RequestLogSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../domain/records.js";
+import { checkRequestLines, type RequestLineCap } from "../../write/request-line-cap.js";
 import { statsFactsOf } from "../../write/stats-facts.js";
 import { lineWireBytes, recordWireBytes } from "../../write/wire-size.js";
 import type { ChangeLog } from "./change-log.js";
@@ -44,6 +45,7 @@ export function createRequestWriter(
   search: SearchIndex,
   changes: ChangeLog,
   rollups: Rollups,
+  cap: RequestLineCap,
 ) {
   const head = [
     "app_key", "version_key", "request_id", "has_record", "finished", "sort_time", "seq", "max_level", "record_bytes",
@@ -72,13 +74,14 @@ export function createRequestWriter(
    * moves to now. Its share of the stats rollups stays: a finished row keeps
    * its sort time, and one in progress counts in no stats.
    */
-  function flushInto(existing: ExistingRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
+  function flushInto(existing: ExistingRow, requestId: Uint8Array, lines: readonly AppLine[], at: bigint, first: bigint): number {
     if (lines.length === 0) return 0;
     const changeSeq = changes.next();
     const sortTime = existing.finished === 1n ? existing.sort_time : at;
     changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
     const merged = mergeLines(existing.lines, lines);
     const { bytes, maxLevel } = totalsOf(merged.added);
+    if (merged.added.length > 0) checkRequestLines(existing.line_count + BigInt(merged.added.length), existing.line_bytes + BigInt(bytes), cap, requestId);
     const storedMax = existing.max_level === null ? -1 : Number(existing.max_level);
     stmt.touch.run({
       sort_time: sortTime,
@@ -108,7 +111,7 @@ export function createRequestWriter(
       if (existing && existing.has_record === 1n && existing.finished === 1n && !log.finished) {
         // A finished record is never turned back into an in-progress one by a
         // late or retried in-progress write; its lines are still kept.
-        return flushInto(existing, record.lines, at, log.startTime);
+        return flushInto(existing, log.requestId, record.lines, at, log.startTime);
       }
       const changeSeq = changes.next();
       const sortTime = log.finished ? log.endTime : at;
@@ -120,6 +123,7 @@ export function createRequestWriter(
       const storedMax = existing?.max_level == null ? -1 : Number(existing.max_level);
       const lineCount = (existing?.line_count ?? 0n) + BigInt(merged.added.length);
       const lineBytes = (existing?.line_bytes ?? 0n) + BigInt(bytes);
+      if (merged.added.length > 0) checkRequestLines(lineCount, lineBytes, cap, log.requestId);
       const values = [
         app,
         versionKey,
@@ -169,10 +173,11 @@ export function createRequestWriter(
       const app = keys.app(request.appId);
       const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
       const existing = stmt.existing.get(app, requestId(request.requestId)) as ExistingRow | undefined;
-      if (existing) return flushInto(existing, lines, at, first);
+      if (existing) return flushInto(existing, request.requestId, lines, at, first);
       const version = keys.version(app, request.moduleId, request.versionId);
       const id = changes.next();
       const { bytes, maxLevel } = totalsOf(lines);
+      checkRequestLines(lines.length, bytes, cap, request.requestId);
       stmt.insertStub.run(
         id, app, version, requestId(request.requestId), at, maxLevel, lines.length, bytes, request.moduleSet ? 1 : 0,
         first, encodeLines(lines),

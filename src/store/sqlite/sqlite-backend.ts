@@ -1,6 +1,8 @@
 import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
+import { defaultLimits } from "../../limits.js";
+import type { RequestLineCap } from "../../write/request-line-cap.js";
 import type { Backend } from "../store.js";
 import { createChangeLog } from "./change-log.js";
 import { createKeys } from "./keys.js";
@@ -33,6 +35,8 @@ export interface SqliteBackendOptions {
   searchIndex?: SearchIndexUse;
   /** When the search index stops indexing common grams (stop-grams.ts); tests make it quick. */
   stopGrams?: StopGramRule;
+  /** What one request may hold of app lines (default: the limits' defaults). */
+  requestLines?: RequestLineCap;
 }
 
 /** The SQLite backend, with its raw handle for the CLI and for tests that look at rows. */
@@ -97,7 +101,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, options.requestLines ?? defaultLimits),
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
