@@ -5,7 +5,7 @@
  */
 import Database from "better-sqlite3";
 import RE2 from "re2";
-import { combinedLineOf, combinedMatchArgsSql } from "../src/store/sqlite/combined-match.js";
+import { combinedLineOf, combinedMatchArgsSql } from "../src/store/sqlite/read/combined-match.js";
 import { benchDbPath, loadBackend } from "./load.js";
 
 const n = Number(process.argv[2] ?? 200_000);

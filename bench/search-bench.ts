@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
-import { combinedLineOf, combinedMatchArgsSql } from "../src/store/sqlite/combined-match.js";
+import { combinedLineOf, combinedMatchArgsSql } from "../src/store/sqlite/read/combined-match.js";
 import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
 import { startBenchServer } from "./harness/bench-server.js";
 import { benchDbPath, benchStart, loadBackend } from "./load.js";

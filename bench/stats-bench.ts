@@ -29,13 +29,14 @@ import { type RequestLog, StatsRequestSchema, StatsSplit } from "../gen/reqlog/v
 import type { PreparedRecord } from "../src/domain/records.js";
 import { defaultLimits } from "../src/limits.js";
 import { planStats } from "../src/query/stats-plan.js";
-import { createChangeLog } from "../src/store/sqlite/change-log.js";
-import { createKeys } from "../src/store/sqlite/keys.js";
+import { createChangeLog } from "../src/store/sqlite/write/change-log.js";
+import { createKeys } from "../src/store/sqlite/rows/keys.js";
 import { openDatabase } from "../src/store/sqlite/open-database.js";
-import { createSearchIndex } from "../src/store/sqlite/search-doc.js";
-import { createStrings } from "../src/store/sqlite/strings.js";
-import { createRequestWriter } from "../src/store/sqlite/request-writer.js";
-import { createRollups } from "../src/store/sqlite/rollups.js";
+import { createSearchIndex } from "../src/store/sqlite/rows/search-doc.js";
+import { createStrings } from "../src/store/sqlite/rows/strings.js";
+import { createRequestWriter } from "../src/store/sqlite/write/request-writer.js";
+import { createCommittedWrites } from "../src/store/committed-writes.js";
+import { createRollups } from "../src/store/sqlite/write/rollups.js";
 import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
 import { prepareRequestLog } from "../src/write/prepare-request-log.js";
 import { handlerRoute } from "./forge-traffic.js";
@@ -72,7 +73,7 @@ function writeRate(records: readonly PreparedRecord[], withStats: boolean): numb
   const changeLog = createChangeLog(db);
   const rollups = createRollups(db);
   const steps = withStats ? rollups : { ...rollups, moveStats: () => {} };
-  const writer = createRequestWriter(db, keys, strings, search, changeLog, steps, defaultLimits);
+  const writer = createRequestWriter(db, keys, strings, search, changeLog, steps, createCommittedWrites(), defaultLimits);
   const call = db.transaction((batch: readonly PreparedRecord[], at: bigint) => {
     for (const record of batch) writer.writeRecord(record, at);
     steps.flush();

@@ -3,6 +3,7 @@ import { defaultLimits, type Limits } from "./limits.js";
 import type { ConnectionLimits } from "./net/connection-guard.js";
 import type { SyncMode } from "./store/sqlite/open-database.js";
 import type { OtlpMapping } from "./ingest/otlp-log-records.js";
+import type { PrivacyOptions } from "./write/privacy.js";
 import type { AppMetricsOptions } from "./metrics/metrics.js";
 
 /** Everything `reqlog serve` is configured with; flags and REQLOG_* variables fill it. */
@@ -38,6 +39,8 @@ export interface ServeConfig {
   limits: Limits;
   /** Connections held on each port, their timeouts and streams per connection. */
   connections: ConnectionLimits;
+  /** Redaction and IP anonymisation of what is written (docs/privacy.md). */
+  privacy: PrivacyOptions;
   /** Which resource attributes name the app, version and module of OTLP log records. */
   otlp?: OtlpMapping;
 }

@@ -7,6 +7,7 @@ import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
 import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli/token.js";
 import { type StatsOptions, statsCommand } from "./cli/stats.js";
+import { type QueryOptions, queryCommand } from "./cli/query.js";
 import { type ImportOptions, importCommand } from "./cli/import.js";
 import { type ShipOptions, shipCommand } from "./cli/ship.js";
 import { defaultOtlpMapping } from "./ingest/otlp-log-records.js";
@@ -25,10 +26,11 @@ import {
 import { defaultConnectionLimits } from "./net/connection-guard.js";
 import { defaultMaxLineBytes } from "./ingest/line-chunks.js";
 import { loadLogMetrics } from "./metrics/log-metrics-file.js";
-import { defaultMaxSeriesPerApp } from "./metrics/metrics.js";
+import { defaultMaxSeriesPerApp, defaultMetricsMaxAge } from "./metrics/metrics.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
 import type { StoreChoice } from "./cli/open-backend.js";
+import { checkRedactParam, compileRedactPattern } from "./write/privacy.js";
 
 /** Wraps a parser so commander reports its message as an invalid argument. */
 function arg<T>(parse: (text: string, what: string) => T, what: string) {
@@ -136,6 +138,16 @@ const serveCommand = program
       "REQLOG_METRICS_MAX_SERIES_PER_APP",
       parsePositiveInt,
       defaultMaxSeriesPerApp,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--metrics-max-age <duration>",
+      "requests that ended (lines written) longer ago when stored are not counted in the request and log-based metrics (0: all are)",
+      "REQLOG_METRICS_MAX_AGE",
+      parseDuration,
+      parseDuration(defaultMetricsMaxAge, "--metrics-max-age"),
+      defaultMetricsMaxAge,
     ),
   )
   .addOption(
@@ -312,6 +324,28 @@ serveCommand
   .addOption(new Option("--otlp-version-attribute <name>", "OTLP resource attribute naming the version").env("REQLOG_OTLP_VERSION_ATTRIBUTE").default(defaultOtlpMapping.versionAttribute))
   .addOption(new Option("--otlp-module-attribute <name>", "OTLP resource attribute naming the module (default: none, module default)").env("REQLOG_OTLP_MODULE_ATTRIBUTE"))
   .addOption(new Option("--otlp-default-version <id>", "version of OTLP records whose resource names none").env("REQLOG_OTLP_DEFAULT_VERSION").default(defaultOtlpMapping.defaultVersion));
+serveCommand
+  .addOption(
+    new Option("--redact-param <name>", "also redact this query parameter's value (repeatable; sig, token, password … are by default)")
+      .argParser((name: string, previous: string[] = []) => [...previous, arg(checkRedactParam, "--redact-param")(name)])
+      .default([]),
+  )
+  .addOption(
+    new Option("--redact-pattern <re2>", "also redact what this RE2 pattern matches (its groups, if it has any) in resources and app lines (repeatable)")
+      .argParser((source: string, previous: string[] = []) => {
+        arg(compileRedactPattern, "--redact-pattern")(source);
+        return [...previous, source];
+      })
+      .default([]),
+  )
+  .addOption(
+    new Option("--no-default-redaction", "do not redact the built-in credentials (only --redact-param and --redact-pattern)").env(
+      "REQLOG_NO_DEFAULT_REDACTION",
+    ),
+  )
+  .addOption(
+    new Option("--anonymize-ip", "store client IPs with the last IPv4 octet / last 80 IPv6 bits zeroed").env("REQLOG_ANONYMIZE_IP"),
+  );
 serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
@@ -321,6 +355,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     metrics: opts.metrics !== false,
     appMetrics: {
       maxSeriesPerApp: opts.metricsMaxSeriesPerApp as number,
+      maxAgeMs: opts.metricsMaxAge as number,
       apps: opts.requestMetricsApps as string[] | undefined,
       skipApps: opts.requestMetricsSkipApps as string[] | undefined,
       logMetrics: opts.logMetrics === undefined ? undefined : loadLogMetrics(opts.logMetrics as string),
@@ -346,6 +381,12 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
       idleTimeoutMs: opts.idleTimeout as number,
       requestTimeoutMs: opts.requestTimeout as number,
       maxStreamsPerConnection: opts.maxStreamsPerConnection as number,
+    },
+    privacy: {
+      defaultRedaction: opts.defaultRedaction !== false,
+      redactParams: opts.redactParam as string[],
+      redactPatterns: opts.redactPattern as string[],
+      anonymizeIp: Boolean(opts.anonymizeIp),
     },
     otlp: {
       appAttribute: opts.otlpAppAttribute as string,
@@ -425,6 +466,19 @@ rollupCommand("stats", "print requests, errors, bytes and latency percentiles pe
   .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
   .action(async (opts: StatsOptions) => {
     await statsCommand(opts);
+  });
+
+program
+  .command("query")
+  .description("ask a question of an app's requests in LogsQL (docs/query.md): a table, or a JSON object per row")
+  .addOption(serverOption())
+  .addOption(tokenOption())
+  .addOption(tlsOption())
+  .requiredOption("--app <id>", "app id")
+  .option("--json", "print one JSON object per row, named by column", false)
+  .argument("<query>", "e.g. '_time:1h status:>=500 | stats by (route) count() as errors'")
+  .action(async (query: string, opts: QueryOptions) => {
+    await queryCommand(query, opts);
   });
 
 /** A command that reads access logs into an app (import, ship): where records go and how lines are read. */

@@ -11,7 +11,7 @@ import {
   latencyBucketStarts,
   mergeHistogram,
 } from "../../src/domain/latency-histogram.js";
-import { addEncodedCounts, encodeHistogram } from "../../src/store/sqlite/histogram-blob.js";
+import { addEncodedCounts, encodeHistogram } from "../../src/store/sqlite/rows/histogram-blob.js";
 
 /** The nearest-rank percentile of the values themselves. */
 function exactPercentile(latencies: readonly number[], percent: number): number {

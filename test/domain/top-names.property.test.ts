@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { addToTopNames, emptyTopNames, topNamesCapacity, topNamesOf, type TopNames } from "../../src/domain/top-names.js";
-import { decodeTopNames, encodeTopNames } from "../../src/store/sqlite/top-names-blob.js";
+import { decodeTopNames, encodeTopNames } from "../../src/store/sqlite/rows/top-names-blob.js";
 
 /**
  * Writes to a few periods, as the rollups make them: a batch of requests

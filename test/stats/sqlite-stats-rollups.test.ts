@@ -8,7 +8,7 @@ import { topNamesCapacity } from "../../src/domain/top-names.js";
 import { defaultLimits } from "../../src/limits.js";
 import { planStats } from "../../src/query/stats-plan.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
-import { maxNamesPerHour, statsNameKind } from "../../src/store/sqlite/stats-rollups.js";
+import { maxNamesPerHour, statsNameKind } from "../../src/store/sqlite/stats/stats-rollups.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid } from "../helpers/fixtures.js";
 import { useTestServer } from "../helpers/test-server.js";

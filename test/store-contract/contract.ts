@@ -44,15 +44,18 @@ import type {
   StatsBucket,
   StatsRecord,
   StatsRoute,
+  NewLines,
   Store,
   UsageBucket,
   UsageResult,
+  WriteObserver,
   WriteResult,
 } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import type { RequestLineCap } from "../../src/write/request-line-cap.js";
 import { type StatsFacts, statsFactsOf } from "../../src/write/stats-facts.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { describeQueries } from "./query-contract.js";
 
 /** A backend opened on storage of its own for one test. */
 export interface OpenedBackend {
@@ -283,7 +286,11 @@ async function writeSix(h: Harness): Promise<void> {
   await h.write(...Array.from({ length: 6 }, (_, i) => minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i) * 10n })));
 }
 
-export function describeStoreContract(name: string, open: OpenBackend): void {
+/**
+ * The whole contract for a backend; `queryRuns` is how many random rounds of
+ * queries it checks (each writes traffic of its own app and asks a few).
+ */
+export function describeStoreContract(name: string, open: OpenBackend, queryRuns = 60): void {
   describe(`store contract: ${name}`, () => {
     const h = useBackend(open);
     describeWrites(h);
@@ -297,6 +304,93 @@ export function describeStoreContract(name: string, open: OpenBackend): void {
     describeCancellation(h);
     describeOffsetKey(h, open);
     describeStats(h);
+    describeQueries(h, queryRuns);
+    describeWriteObservers(h);
+  });
+}
+
+/** What a write observer was told, request by request and line by line, and whether each was readable when told. */
+function watch(h: Harness, lines: boolean, until = signal) {
+  const finished: { id: string; status: number; route: string; maxLevel: number }[] = [];
+  const newLines: string[] = [];
+  const visible: Promise<boolean>[] = [];
+  const observer: WriteObserver = {
+    finished(requests) {
+      for (const r of requests) {
+        finished.push({ id: idOf(r.log), status: r.log.status, route: r.facts.route, maxLevel: r.maxLevel });
+        // Told after the commit: the request reads back finished at once.
+        visible.push(h.store.getRequests(r.log.appId, [r.log.requestId], signal).then((found) => found[0]?.finished === true));
+      }
+    },
+    ...(lines ? { lines: (stored: readonly NewLines[]) => void newLines.push(...stored.flatMap((s) => s.lines.map((l) => `${s.request.versionId}:${l.message}`))) } : {}),
+  };
+  h.store.observeWrites(observer, until);
+  return { finished, newLines, allVisible: async () => (await Promise.all(visible)).every(Boolean) };
+}
+
+function describeWriteObservers(h: Harness): void {
+  describe("write observers (what the request metrics count)", () => {
+    it("tells of each request once, when it is first stored finished, after its write committed", async () => {
+      const told = watch(h, false);
+      h.now = t0 + 1_000n;
+      const a = (status: number, finished = true) => minimalLog({ requestId: rid("a"), endTime: finished ? t0 + 50n : undefined, status, finished });
+      await h.write(a(0, false)); // in progress: not yet
+      expect(told.finished).toEqual([]);
+      await h.write(a(200)); // finished: once
+      await h.write(a(200)); // sent again
+      await h.write(a(503)); // rewritten
+      await h.write(a(500, false)); // a late in-progress write
+      expect(told.finished.map((f) => `${f.id} ${f.status}`)).toEqual(["a 200"]);
+      // Lines first (a placeholder), then the record: once, with the lines' highest level.
+      await h.flush(requestOf("b"), logLine(t0 + 1n, 3, "failed to reach storage"));
+      await h.write(minimalLog({ requestId: rid("b"), endTime: t0 + 60n, status: 502, resource: "/api/v1/teams/42", line: [logLine(t0 + 2n, 1, "ok")] }));
+      // Two of one request in one write: once.
+      await h.write(minimalLog({ requestId: rid("c"), endTime: t0 + 70n }), minimalLog({ requestId: rid("c"), endTime: t0 + 71n, status: 201 }));
+      // An Ingest batch's record, and the same request of another app.
+      await h.store.ingest(prepare(minimalLog({ requestId: rid("d"), endTime: t0 + 80n })), [], signal);
+      await h.write(minimalLog({ appId: "other", requestId: rid("a"), endTime: t0 + 90n }));
+      expect(told.finished).toEqual([
+        { id: "a", status: 200, route: "/api/v1/repos/{owner}/{repo}", maxLevel: -1 },
+        { id: "b", status: 502, route: "/api/v1/teams/{id}", maxLevel: 3 },
+        // The first of the two: the second rewrote a finished record.
+        { id: "c", status: 0, route: "/api/v1/repos/{owner}/{repo}", maxLevel: -1 },
+        { id: "d", status: 0, route: "/api/v1/repos/{owner}/{repo}", maxLevel: -1 },
+        { id: "a", status: 0, route: "/api/v1/repos/{owner}/{repo}", maxLevel: -1 },
+      ]);
+      expect(await told.allVisible()).toBe(true);
+    });
+
+    it("tells nothing of a write that failed, and all of the writes committed beside it", async () => {
+      const told = watch(h, true);
+      const broken = prepare(minimalLog({ requestId: rid("d"), endTime: t0 + 9n }));
+      // A line the writer cannot size: the write fails inside its transaction, after its first record was written.
+      broken[0]!.lines = [{ time: t0, level: 1, message: undefined as unknown as string, pos: 0 }];
+      const [ok, failed] = await Promise.allSettled([
+        h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 5n, line: [logLine(t0, 1, "a line")] })),
+        h.store.write([...prepare(minimalLog({ requestId: rid("c"), endTime: t0 + 7n, line: [logLine(t0, 1, "c line")] })), ...broken], signal),
+      ]);
+      expect(ok.status).toBe("fulfilled");
+      expect(failed.status).toBe("rejected");
+      expect(await h.stored("a", "c", "d")).toHaveLength(1);
+      expect(told.finished.map((f) => f.id)).toEqual(["a"]);
+      expect(told.newLines).toEqual(["v1:a line"]);
+    });
+
+    it("tells an observer that takes lines of each new line once, with its request, and stops at its signal", async () => {
+      const stop = new AbortController();
+      const told = watch(h, true, stop.signal);
+      const one = logLine(t0 + 1n, 1, "one");
+      await h.flush(requestOf("a", { versionId: "v0" }), one, logLine(t0 + 2n, 3, "two"));
+      await h.flush(requestOf("a", { versionId: "v0" }), one);
+      await h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 5n, line: [one, logLine(t0 + 3n, 2, "three")] }));
+      await h.store.ingest([], [{ request: requestOf("b"), lines: appLines(logLine(t0 + 4n, 4, "four")) }], signal);
+      expect(told.newLines).toEqual(["v0:one", "v0:two", "v1:three", "v1:four"]);
+      expect(told.finished.map((f) => `${f.id} ${f.maxLevel}`)).toEqual(["a 3"]);
+      stop.abort();
+      await h.write(minimalLog({ requestId: rid("e"), endTime: t0 + 6n, line: [logLine(t0 + 5n, 1, "five")] }));
+      expect(told.newLines).toHaveLength(4);
+      expect(told.finished).toHaveLength(1);
+    });
   });
 }
 
@@ -1129,13 +1223,28 @@ function describeUsage(h: Harness): void {
 const total = (xs: readonly { requests: number; bytes: number; lines: number }[]) =>
   xs.reduce((s, x) => ({ requests: s.requests + x.requests, bytes: s.bytes + x.bytes, lines: s.lines + x.lines }), { requests: 0, bytes: 0, lines: 0 });
 
-/** Writes (records with lines), flushes, the clock moving on, and retention. */
+/** One record written, with its lines. */
+const usageWrite = fc
+  .tuple(fc.nat(12), fc.nat(2), fc.boolean(), fc.nat(6), fc.nat(3_599_999_999), fc.nat(3), fc.nat(40))
+  .map(([req, version, finished, endHour, offset, lines, text]) => ({ kind: "write" as const, req, version, finished, endHour, offset, lines, text }));
+type UsageWrite = typeof usageWrite extends fc.Arbitrary<infer T> ? T : never;
+
+/**
+ * Writes (records with lines, alone, several in one call, which may name a
+ * request twice: stored, then rewritten or finished in the same call; or
+ * calls at once, which may share one group commit), flushes, the clock
+ * moving on, and retention.
+ */
 const usageOp = fc.oneof(
+  { arbitrary: usageWrite, weight: 5 },
   {
-    arbitrary: fc
-      .tuple(fc.nat(12), fc.nat(2), fc.boolean(), fc.nat(6), fc.nat(3_599_999_999), fc.nat(3), fc.nat(40))
-      .map(([req, version, finished, endHour, offset, lines, text]) => ({ kind: "write" as const, req, version, finished, endHour, offset, lines, text })),
-    weight: 5,
+    arbitrary: fc.array(usageWrite, { minLength: 2, maxLength: 4 }).map((writes) => ({ kind: "batch" as const, writes })),
+    weight: 2,
+  },
+  {
+    // Of different requests: which of two calls at once a backend runs first is not promised.
+    arbitrary: fc.uniqueArray(usageWrite, { selector: (w) => w.req, minLength: 2, maxLength: 3 }).map((writes) => ({ kind: "together" as const, writes })),
+    weight: 1,
   },
   { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(12), lines: fc.integer({ min: 1, max: 3 }), text: fc.nat(200) }), weight: 3 },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
@@ -1175,6 +1284,29 @@ function createUsageModel(h: Harness, app: string) {
     lines.forEach((l, pos) => r.lines.set(`${l.time}/${pos}/${l.level}/${l.logMessage}`, l));
   /** Any complete record: the bytes its lines add are the same on every record. */
   const carrier = asStored(minimalLog(), []);
+  /** A record to write, and how the model counts it once it is stored. */
+  const written = (op: UsageWrite) => {
+    const id = `r${op.req}`;
+    const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(i), i % 5, text(op.text + i)));
+    const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
+    const [prepared] = prepare(
+      minimalLog({
+        appId: app, requestId: rid(id), versionId: `v${op.version}`, startTime: h0,
+        finished: op.finished, endTime: op.finished ? end : 0n, userAgent: text(op.text), line: lines,
+      }),
+    );
+    return {
+      prepared: prepared!,
+      count() {
+        const r = requests.get(id) ?? { finished: false, version: "", sortTime: 0n, lines: new Map() };
+        if (!(r.finished && !op.finished)) {
+          Object.assign(r, { record: prepared!.log, finished: op.finished, version: `v${op.version}`, sortTime: op.finished ? end : h.now });
+        }
+        addLines(r, lines);
+        requests.set(id, r);
+      },
+    };
+  };
 
   return {
     async apply(op: UsageOp): Promise<void> {
@@ -1188,23 +1320,19 @@ function createUsageModel(h: Harness, app: string) {
         if (!r.finished) r.sortTime = h.now;
         addLines(r, lines);
         requests.set(id, r);
+      } else if (op.kind === "write") {
+        const write = written(op);
+        await h.store.write([write.prepared], signal);
+        write.count();
+      } else if (op.kind === "batch") {
+        const writes = op.writes.map(written);
+        await h.store.write(writes.map((w) => w.prepared), signal);
+        for (const w of writes) w.count();
       } else {
-        const id = `r${op.req}`;
-        const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(i), i % 5, text(op.text + i)));
-        const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
-        const [prepared] = prepare(
-          minimalLog({
-            appId: app, requestId: rid(id), versionId: `v${op.version}`, startTime: h0,
-            finished: op.finished, endTime: op.finished ? end : 0n, userAgent: text(op.text), line: lines,
-          }),
-        );
-        await h.store.write([prepared!], signal);
-        const r = requests.get(id) ?? { finished: false, version: "", sortTime: 0n, lines: new Map() };
-        if (!(r.finished && !op.finished)) {
-          Object.assign(r, { record: prepared!.log, finished: op.finished, version: `v${op.version}`, sortTime: op.finished ? end : h.now });
-        }
-        addLines(r, lines);
-        requests.set(id, r);
+        // Started in one turn of the event loop: one group commit, the writes in the order they were made.
+        const writes = op.writes.map(written);
+        await Promise.all(writes.map((w) => h.store.write([w.prepared], signal)));
+        for (const w of writes) w.count();
       }
     },
     /** The usage buckets (one hour each) the writes add up to, by hour then version. */
@@ -1637,7 +1765,7 @@ function describeStats(h: Harness): void {
       // A request that ends in the year 3000, stored by a writer that did not bound end times (as reqlog once did).
       const far = 32_503_680_000n * sec;
       const log = request("far", 0n, "/api/v1/teams/9", 200, 1000n, { startTime: far - 1000n, endTime: far });
-      await h.store.write([prepareRequestLog(log, defaultLimits, "log[0]", far)], signal);
+      await h.store.write([prepareRequestLog(log, defaultLimits, "log[0]", { latest: far })], signal);
       const days = Math.ceil((hourOf(far) + 1 - hour) / 24);
       const err = await failure(stats({ startTime: h0 / sec, resolutionHours: 24 }, { maxStatsRecords: 1000 }));
       expect(err.code).toBe(Code.RESOURCE_EXHAUSTED);
@@ -1747,24 +1875,32 @@ function forgeResource(route: number, n: number): { resource: string; urlMapEntr
 }
 
 /** Writes (new, rewritten, completed, or a late in-progress one), the clock moving on, and retention. */
+/** One request written (finished or in progress). */
+const statsWrite = fc.record({
+  kind: fc.constant("write" as const),
+  req: fc.nat(9),
+  version: fc.nat(1),
+  finished: fc.nat(3).map((n) => n > 0),
+  // Mostly the same few hours; some a day or two on, so that ranges hold whole days (day rollups).
+  endHour: fc.oneof({ arbitrary: fc.nat(4), weight: 3 }, { arbitrary: fc.integer({ min: 5, max: 60 }), weight: 1 }),
+  offset: fc.nat(3_599_999_999),
+  route: fc.nat(5),
+  status: fc.constantFrom(200, 201, 304, 404, 429, 500, 503, 0, 700),
+  latency: fc.oneof(fc.nat(2000), fc.nat(30_000_000)),
+  size: fc.nat(100_000),
+  agent: fc.nat(statsAgents.length - 1),
+  ip: fc.nat(statsIps.length - 1),
+});
+type StatsWrite = typeof statsWrite extends fc.Arbitrary<infer T> ? T : never;
+
+/** Writes (alone, several in one call naming a request more than once, or calls at once), the clock, retention. */
 const statsOp = fc.oneof(
+  { arbitrary: statsWrite, weight: 6 },
+  { arbitrary: fc.array(statsWrite, { minLength: 2, maxLength: 4 }).map((writes) => ({ kind: "batch" as const, writes })), weight: 2 },
   {
-    arbitrary: fc.record({
-      kind: fc.constant("write" as const),
-      req: fc.nat(9),
-      version: fc.nat(1),
-      finished: fc.nat(3).map((n) => n > 0),
-      // Mostly the same few hours; some a day or two on, so that ranges hold whole days (day rollups).
-      endHour: fc.oneof({ arbitrary: fc.nat(4), weight: 3 }, { arbitrary: fc.integer({ min: 5, max: 60 }), weight: 1 }),
-      offset: fc.nat(3_599_999_999),
-      route: fc.nat(5),
-      status: fc.constantFrom(200, 201, 304, 404, 429, 500, 503, 0, 700),
-      latency: fc.oneof(fc.nat(2000), fc.nat(30_000_000)),
-      size: fc.nat(100_000),
-      agent: fc.nat(statsAgents.length - 1),
-      ip: fc.nat(statsIps.length - 1),
-    }),
-    weight: 6,
+    // Of different requests: which of two calls at once a backend runs first is not promised.
+    arbitrary: fc.uniqueArray(statsWrite, { selector: (w) => w.req, minLength: 2, maxLength: 3 }).map((writes) => ({ kind: "together" as const, writes })),
+    weight: 1,
   },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(5).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
@@ -1786,22 +1922,21 @@ interface StatsModelEntry {
 /** What one app's writes add up to in Stats, counted from what was written. */
 function createStatsModel(h: Harness, app: string) {
   const requests = new Map<string, StatsModelEntry>();
-  return {
-    async apply(op: StatsOp): Promise<void> {
-      if (op.kind === "clock" || op.kind === "expire") {
-        await passTime(h, requests, op);
-      } else {
-        const id = `r${op.req}`;
-        const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
-        const latency = BigInt(op.latency);
-        const [prepared] = prepare(
-          minimalLog({
-            appId: app, requestId: rid(id), versionId: `v${op.version}`, ...forgeResource(op.route, op.req),
-            finished: op.finished, startTime: end - latency, ...(op.finished ? { endTime: end, latency } : {}),
-            status: op.status, responseSize: BigInt(op.size), userAgent: statsAgents[op.agent], ip: statsIps[op.ip],
-          }),
-        );
-        await h.store.write([prepared!], signal);
+  /** A request to write, and how the model counts it once it is stored. */
+  const written = (op: StatsWrite) => {
+    const id = `r${op.req}`;
+    const end = h0 + BigInt(op.endHour) * hourUs + BigInt(op.offset);
+    const latency = BigInt(op.latency);
+    const [prepared] = prepare(
+      minimalLog({
+        appId: app, requestId: rid(id), versionId: `v${op.version}`, ...forgeResource(op.route, op.req),
+        finished: op.finished, startTime: end - latency, ...(op.finished ? { endTime: end, latency } : {}),
+        status: op.status, responseSize: BigInt(op.size), userAgent: statsAgents[op.agent], ip: statsIps[op.ip],
+      }),
+    );
+    return {
+      prepared: prepared!,
+      count() {
         const r = requests.get(id);
         // A finished record is never turned back into an in-progress one.
         if (r?.finished && !op.finished) return;
@@ -1811,6 +1946,25 @@ function createStatsModel(h: Harness, app: string) {
           version: `v${op.version}`,
           facts: op.finished ? statsFactsOf(prepared!.log) : undefined,
         });
+      },
+    };
+  };
+  return {
+    async apply(op: StatsOp): Promise<void> {
+      if (op.kind === "clock" || op.kind === "expire") {
+        await passTime(h, requests, op);
+      } else if (op.kind === "write") {
+        const write = written(op);
+        await h.store.write([write.prepared], signal);
+        write.count();
+      } else if (op.kind === "batch") {
+        const writes = op.writes.map(written);
+        await h.store.write(writes.map((w) => w.prepared), signal);
+        for (const w of writes) w.count();
+      } else {
+        const writes = op.writes.map(written);
+        await Promise.all(writes.map((w) => h.store.write([w.prepared], signal)));
+        for (const w of writes) w.count();
       }
     },
     /** The finished requests that `keep` keeps, grouped by `key`: requests, errors, bytes and latencies. */

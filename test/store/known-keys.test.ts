@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createKnownKeys } from "../../src/store/clickhouse/known-keys.js";
+import { createKnownKeys } from "../../src/store/clickhouse/write/known-keys.js";
 
 describe("known keys (the ClickHouse writer's Bloom filter)", () => {
   it("answers maybe for every key added, across growth past its capacity", () => {

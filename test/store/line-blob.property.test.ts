@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { AppLine } from "../../src/domain/records.js";
-import { decodeLines, mergeLines } from "../../src/store/sqlite/line-blob.js";
+import { decodeLines, mergeLines } from "../../src/store/sqlite/rows/line-blob.js";
 
 const line: fc.Arbitrary<AppLine> = fc.record({
   // Times near each other (deltas of a byte or two), far apart, and past 2^53.

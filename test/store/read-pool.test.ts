@@ -11,7 +11,7 @@ import { planRead } from "../../src/query/read-plan.js";
 import { planStats } from "../../src/query/stats-plan.js";
 import { Code, ReqlogError } from "../../src/reqlog-error.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
-import { createStatsReader, readsFewRows } from "../../src/store/sqlite/sqlite-stats.js";
+import { createStatsReader, readsFewRows } from "../../src/store/sqlite/stats/sqlite-stats.js";
 import type { ReadResult } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";

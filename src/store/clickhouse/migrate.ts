@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { migrations } from "./migrations/index.js";
 import type { SqlClient } from "./sql-client.js";
+import type { DatabaseLock } from "./servers/ddl-lock.js";
 import type { TableLayout } from "./table-layout.js";
 
 /**
@@ -10,38 +11,60 @@ import type { TableLayout } from "./table-layout.js";
  * own offset key if it has none. Statements are written for the layout
  * (one server, or every shard of a cluster). `upTo` stops at a version
  * (a test making a database as an older reqlog left it).
+ *
+ * With `lock`, servers starting at once migrate one at a time: the first
+ * migrates, the others find the database at its version and do nothing.
  */
-export async function migrate(sql: SqlClient, layout: TableLayout, upTo = Infinity): Promise<void> {
+export async function migrate(sql: SqlClient, layout: TableLayout, upTo = Infinity, lock?: DatabaseLock): Promise<void> {
+  const target = Math.min(upTo, migrations.at(-1)!.version);
+  if ((await versionOf(sql)) >= target && (await hasOffsetKey(sql))) return;
+  if (lock) await lock(() => migrateNow(sql, layout, upTo));
+  else await migrateNow(sql, layout, upTo);
+}
+
+/**
+ * The database's version (0 before its first migration). EXISTS, not a read
+ * of system.tables: 18.16 fails that when it meets a table another server's
+ * migration is dropping.
+ */
+async function versionOf(sql: SqlClient): Promise<number> {
+  const [exists] = await sql.rows<{ result: number }>("EXISTS TABLE schema_migrations");
+  if (exists!.result === 0) return 0;
+  const [applied] = await sql.rows<{ version: number }>("SELECT max(version) AS version FROM schema_migrations");
+  return applied?.version ?? 0;
+}
+
+async function hasOffsetKey(sql: SqlClient): Promise<boolean> {
+  const [key] = await sql.rows<{ n: string }>("SELECT count() AS n FROM meta WHERE key = 'offset_key'");
+  return key!.n !== "0";
+}
+
+async function migrateNow(sql: SqlClient, layout: TableLayout, upTo: number): Promise<void> {
   // (Asked first: on a cluster, each DDL statement is a round of ZooKeeper's queue.)
-  const [exists] = await sql.rows<{ n: string }>(
-    "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'schema_migrations'",
-  );
-  if (exists!.n === "0") {
+  const applied = await versionOf(sql);
+  if (applied === 0) {
     for (const statement of layout.createTable("schema_migrations", "(version UInt32, name String) ENGINE = MergeTree ORDER BY version", "rand()")) {
       await sql.command(statement);
     }
   }
-  const [applied] = await sql.rows<{ version: number }>("SELECT max(version) AS version FROM schema_migrations");
   for (const m of migrations) {
-    if (m.version <= (applied?.version ?? 0) || m.version > upTo) continue;
+    if (m.version <= applied || m.version > upTo) continue;
     for (const statement of m.statements(layout)) await sql.command(statement);
     await sql.insert("schema_migrations", [{ version: m.version, name: m.name }]);
   }
-  const [key] = await sql.rows<{ n: string }>("SELECT count() AS n FROM meta WHERE key = 'offset_key'");
-  if (key!.n === "0") await sql.insert("meta", [{ key: "offset_key", value: randomBytes(32).toString("hex") }]);
+  if (!(await hasOffsetKey(sql))) await sql.insert("meta", [{ key: "offset_key", value: randomBytes(32).toString("hex") }]);
 }
 
 /**
  * What the backend keeps of a database's settings: the offsets' key (the
- * lowest if two processes ever made one each at once, so both agree), the
- * floor of paging history (the highest recorded), and the highest change
- * sequence number stored (where this process's numbers start).
+ * lowest if two servers ever made one each, so all agree) and the floor of
+ * paging history (the highest recorded: a time, µs; before migration 004 a
+ * change number, far below any time).
  */
-export async function loadMeta(sql: SqlClient): Promise<{ offsetKey: Uint8Array; movesFloor: bigint; lastSeq: bigint }> {
-  const [meta] = await sql.rows<{ key: string; floor: string; seq: string }>(`
+export async function loadMeta(sql: SqlClient): Promise<{ offsetKey: Uint8Array; movesFloor: bigint }> {
+  const [meta] = await sql.rows<{ key: string; floor: string }>(`
     SELECT
       (SELECT min(value) FROM meta WHERE key = 'offset_key') AS key,
-      (SELECT max(toUInt64(value)) FROM meta WHERE key = 'moves_floor') AS floor,
-      greatest((SELECT max(seq) FROM requests), greatest((SELECT max(seq) FROM statuses), (SELECT max(seq) FROM seq_marks))) AS seq`);
-  return { offsetKey: new Uint8Array(Buffer.from(meta!.key, "hex")), movesFloor: BigInt(meta!.floor), lastSeq: BigInt(meta!.seq) };
+      (SELECT max(toUInt64(value)) FROM meta WHERE key = 'moves_floor') AS floor`);
+  return { offsetKey: new Uint8Array(Buffer.from(meta!.key, "hex")), movesFloor: BigInt(meta!.floor) };
 }

@@ -1,12 +1,12 @@
 import type Database from "better-sqlite3";
 import type { Clock } from "../../clock.js";
 import type { Maintenance } from "../store.js";
-import type { ChangeLog } from "./change-log.js";
-import { type Rollups, type StoredRow, shareOf, statsShareOf } from "./rollups.js";
-import type { SearchDocColumns, SearchIndex } from "./search-doc.js";
-import { storedRowSql } from "./sql.js";
-import type { RunChange } from "./sqlite-store.js";
+import type { ChangeLog } from "./write/change-log.js";
+import { type Rollups, type StoredRow, shareOf, statsShareOf } from "./write/rollups.js";
+import type { SearchDocColumns, SearchIndex } from "./rows/search-doc.js";
+import { storedRowSql } from "./rows/sql.js";
 import { guarded } from "./storage-error.js";
+import type { RunChange } from "./write/write-transaction.js";
 
 /** Free pages handed back to the file system per compaction. */
 const vacuumPages = 2048;

@@ -4,23 +4,24 @@ import { type Clock, systemClock } from "../../clock.js";
 import { defaultLimits } from "../../limits.js";
 import type { RequestLineCap } from "../../write/request-line-cap.js";
 import type { Backend } from "../store.js";
-import { createChangeLog } from "./change-log.js";
-import { createKeys } from "./keys.js";
+import { createCommittedWrites } from "../committed-writes.js";
+import { createChangeLog } from "./write/change-log.js";
+import { createKeys } from "./rows/keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
-import { createReadPool, type ReadPool } from "./read-pool.js";
-import { createRequestWriter } from "./request-writer.js";
+import { createReadPool, type ReadPool } from "./read/read-pool.js";
+import { createRequestWriter } from "./write/request-writer.js";
 import { createSqliteMaintenance } from "./retention.js";
-import { createRollups } from "./rollups.js";
-import { createSqliteReader } from "./sqlite-reader.js";
-import type { SearchIndexUse } from "./snapshot-paging.js";
+import { createRollups } from "./write/rollups.js";
+import { createSqliteReader } from "./read/sqlite-reader.js";
+import type { SearchIndexUse } from "./read/snapshot-paging.js";
 import { createSqliteStatuses } from "./sqlite-statuses.js";
-import { createSqliteStore, type RunChange } from "./sqlite-store.js";
+import { createSqliteStore } from "./sqlite-store.js";
 import { createSqliteTokens } from "./sqlite-tokens.js";
-import { createSearchIndex } from "./search-doc.js";
-import type { StopGramRule } from "./stop-grams.js";
-import { createStrings } from "./strings.js";
-import { guarded } from "./storage-error.js";
-import { createWriteBatcher } from "./write-batcher.js";
+import { createSearchIndex } from "./rows/search-doc.js";
+import type { StopGramRule } from "./rows/stop-grams.js";
+import { createStrings } from "./rows/strings.js";
+import { createWriteBatcher } from "./write/write-batcher.js";
+import { createWriteTransaction, groupWrites } from "./write/write-transaction.js";
 
 export interface SqliteBackendOptions {
   /** The database file (created and migrated if needed), or ":memory:" (no read workers then). */
@@ -37,7 +38,12 @@ export interface SqliteBackendOptions {
   stopGrams?: StopGramRule;
   /** What one request may hold of app lines (default: the limits' defaults). */
   requestLines?: RequestLineCap;
+  /** Rows behind the search index's mark that make the group commit index them (write-transaction.ts). */
+  searchCatchUp?: number;
 }
+
+/** How long rows may wait for their search documents when writes pause (ms). */
+const searchIdleMs = 1000;
 
 /** The SQLite backend, with its raw handle for the CLI and for tests that look at rows. */
 export interface SqliteBackend extends Backend {
@@ -61,36 +67,33 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const strings = createStrings(db);
   const search = createSearchIndex(db, options.stopGrams);
   const rollups = createRollups(db);
+  const changeLog = createChangeLog(db);
+  let catchUpTimer: NodeJS.Timeout | undefined;
+  const notes = createCommittedWrites();
   const batcher = createWriteBatcher(
     db,
     () => {
+      notes.commit();
       for (const listener of listeners) listener();
+      // Rows written and not yet indexed are indexed soon even if no more writes come.
+      if (catchUpTimer === undefined && search.behind(changeLog.last()) > 0n) {
+        catchUpTimer = setTimeout(() => {
+          catchUpTimer = undefined;
+          change(() => search.catchUp(changeLog.last()), new AbortController().signal).catch(() => {});
+        }, searchIdleMs);
+        catchUpTimer.unref();
+      }
     },
     () => {
+      notes.abort();
       keys.forget();
       strings.forget();
       search.forget();
       rollups.discard();
     },
+    groupWrites(rollups, changeLog, search, options.searchCatchUp),
   );
-  const changeLog = createChangeLog(db);
-  const change: RunChange = (work, signal) =>
-    guarded(signal, () =>
-      batcher.run(() => {
-        try {
-          const result = work();
-          rollups.flush();
-          changeLog.save();
-          return result;
-        } catch (err) {
-          rollups.discard();
-          keys.forget();
-          strings.forget();
-          search.forget();
-          throw err;
-        }
-      }, signal),
-    );
+  const change = createWriteTransaction({ batcher, keys, strings, search, rollups, notes });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
@@ -101,7 +104,8 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, options.requestLines ?? defaultLimits),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes, options.requestLines ?? defaultLimits),
+      notes,
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
@@ -116,6 +120,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       return bytes;
     },
     async close() {
+      clearTimeout(catchUpTimer);
       batcher.drain();
       await readPool?.close();
       db.close();

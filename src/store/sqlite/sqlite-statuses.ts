@@ -4,7 +4,7 @@ import { InstanceStatusSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { Clock } from "../../clock.js";
 import type { StatusStore } from "../store.js";
 import { guarded } from "./storage-error.js";
-import type { WriteBatcher } from "./write-batcher.js";
+import type { WriteBatcher } from "./write/write-batcher.js";
 
 type Row = Record<string, unknown>;
 

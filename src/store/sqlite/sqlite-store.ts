@@ -1,16 +1,15 @@
 import type Database from "better-sqlite3";
 import type { Clock } from "../../clock.js";
+import type { CommittedWrites } from "../committed-writes.js";
 import type { Store, WriteResult } from "../store.js";
-import { decodePosition, encodePosition } from "./cursor.js";
-import type { ReadPool } from "./read-pool.js";
-import type { RequestWriter } from "./request-writer.js";
-import type { SqliteReader } from "./sqlite-reader.js";
-import { createStatsReader, readsFewRows } from "./sqlite-stats.js";
-import { createUsageReader } from "./sqlite-usage.js";
+import { decodePosition, encodePosition } from "./read/cursor.js";
+import type { ReadPool } from "./read/read-pool.js";
+import type { RequestWriter } from "./write/request-writer.js";
+import type { RunChange } from "./write/write-transaction.js";
+import type { SqliteReader } from "./read/sqlite-reader.js";
+import { createStatsReader, readsFewRows } from "./stats/sqlite-stats.js";
+import { createUsageReader } from "./read/sqlite-usage.js";
 import { guarded, throwIfCancelled } from "./storage-error.js";
-
-/** Runs a write in the group commit (its own savepoint), its rollups and change sequence kept with it. */
-export type RunChange = <T>(work: () => T, signal: AbortSignal) => Promise<T>;
 
 export interface SqliteStoreParts {
   db: Database.Database;
@@ -22,6 +21,8 @@ export interface SqliteStoreParts {
   pool: ReadPool | undefined;
   /** Listeners called after every commit. */
   listeners: Set<() => void>;
+  /** What the writes committed tell the write observers. */
+  notes: CommittedWrites;
 }
 
 /**
@@ -29,7 +30,7 @@ export interface SqliteStoreParts {
  * share theirs through the group-commit batcher); reads of the request rows
  * go to the read workers when there are any.
  */
-export function createSqliteStore({ db, now, change, writer, reader, pool, listeners }: SqliteStoreParts): Store {
+export function createSqliteStore({ db, now, change, writer, reader, pool, listeners, notes }: SqliteStoreParts): Store {
   const usage = createUsageReader(db);
   const stats = createStatsReader(db);
   const offsetKey = db.prepare("SELECT value FROM meta WHERE key = 'offset_key'").pluck();
@@ -63,6 +64,15 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
         if (pool) return pool.read(plan, signal);
         // On this thread a scan runs to its budget; a cancelled call is not answered.
         const result = reader.read(plan);
+        throwIfCancelled(signal);
+        return result;
+      });
+    },
+
+    query(plan, signal) {
+      return guarded(signal, async () => {
+        if (pool) return pool.query(plan, signal);
+        const result = reader.query(plan);
         throwIfCancelled(signal);
         return result;
       });
@@ -103,5 +113,7 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
     offsetKey(signal) {
       return guarded(signal, () => new Uint8Array(offsetKey.get() as Buffer));
     },
+
+    observeWrites: notes.observe,
   };
 }

@@ -9,10 +9,10 @@ import { type DescField, ScalarType } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
 import { type RequestLog, RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine } from "../../../domain/records.js";
-import { encodeLines } from "../line-blob.js";
-import { createSearchIndex, docColumnsOf } from "../search-doc.js";
-import { fieldColumns, identityOf, recordValues } from "../stored-record.js";
-import { createStrings } from "../strings.js";
+import { encodeLines } from "../rows/line-blob.js";
+import { createSearchIndex, docColumnsOf } from "../rows/search-doc.js";
+import { fieldColumns, identityOf, recordValues } from "../rows/stored-record.js";
+import { createStrings } from "../rows/strings.js";
 
 export const schema006 = /* sql */ `
 -- Repetitive strings, stored once; rows carry their key (strings.ts).

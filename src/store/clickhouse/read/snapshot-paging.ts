@@ -1,0 +1,368 @@
+import type { Clock } from "../../../clock.js";
+import type { ReadPlan } from "../../../query/read-plan.js";
+import { ReqlogError } from "../../../reqlog-error.js";
+import type { ReadResult } from "../../store.js";
+import { checkRequestIdBytes, createPageBytes, pageBytesOf } from "../../../query/page-bytes.js";
+import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
+import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
+import type { RecordReader } from "./record-reader.js";
+import type { RequestRow } from "../rows/request-row.js";
+import type { SqlClient } from "../sql-client.js";
+import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
+import { heldSql, holds, type Snapshot } from "./snapshot.js";
+
+/** A record in a page's scan: where it stands in the snapshot's order; changed records come whole. */
+interface Candidate {
+  sortTime: bigint;
+  rkey: bigint;
+  requestId: string;
+  changed?: RequestRow;
+}
+
+/** A row of the scan of unchanged records: a match, or the last row examined. */
+interface ScanRow extends Candidate {
+  matches: boolean;
+}
+
+/** A match of a scan: a version of a request (64-bit integers as text). */
+interface Hit {
+  sort_time: string;
+  rkey: string;
+  request_id: string;
+  seq: string;
+}
+
+/** How many rows a scan examines and the last of them (64-bit integers as text, a tuple as an array). */
+interface ScanExtent {
+  examined: string;
+  /** Sort time and rkey of the last row examined (the oldest). */
+  oldest: [string, string];
+}
+
+/**
+ * Rows a scan may examine per millisecond of a Read's time budget.
+ * ClickHouse cannot stop a query at an exact row once time is up, and a
+ * page must end at an exact row; so the time budget caps the rows examined,
+ * at about the rate ClickHouse filters them.
+ */
+const scanRowsPerMs = 10_000;
+
+/** The rows a plan's scan may examine (the row past them is examined too). */
+const scanRows = (plan: ReadPlan) => Math.min(plan.budget.rows, plan.budget.ms * scanRowsPerMs);
+
+/**
+ * A scan's first window of sort time (µs) and its widest (then it takes all
+ * that is left). On 18.16 at 10M requests of an app, the newest rows within
+ * a minute or ten take 50–100 ms with FINAL, all of them 2.5 s.
+ */
+const firstWindowUs = 60_000_000n;
+const widestWindowUs = firstWindowUs * 10n ** 7n;
+
+const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
+
+/** Where paging history stands: offsets of snapshots taken before `floor` (µs, the backend's clock) have expired. */
+export interface PagingHistory {
+  floor: bigint;
+}
+
+/**
+ * Read's pages on ClickHouse: newest first by sort time, keyset-paged from a
+ * snapshot, as the SQLite backend pages (its snapshot-paging.ts). A first
+ * page takes every server's marks as its snapshot (snapshot.ts); its
+ * cursors carry them, so later pages, through any server, walk the order as
+ * it stood then: records unchanged since (latest version held by the
+ * snapshot) come from a scan of `positions FINAL` in (sort time, rkey)
+ * order, records changed since are put where they stood (their first move
+ * the snapshot does not hold), and records created since are left out.
+ *
+ * ClickHouse scans the unchanged records to the plan's budget and applies
+ * its filters; only the matches a page can take and the last row examined
+ * come back (unchangedScan), and the matching records are then read whole.
+ */
+export function createSnapshotPaging(
+  sql: SqlClient,
+  records: RecordReader,
+  /** The marks now (server-slots.ts): a first page's snapshot. */
+  marks: () => Promise<Snapshot>,
+  history: PagingHistory,
+  now: Clock,
+) {
+  async function floorNow(signal: AbortSignal): Promise<bigint> {
+    const [row] = await sql.rows<{ floor: string }>("SELECT max(toInt64(value)) AS floor FROM meta WHERE key = 'moves_floor'", signal);
+    const floor = BigInt(row?.floor ?? "0");
+    if (floor > history.floor) history.floor = floor;
+    return history.floor;
+  }
+
+  /**
+   * Whether a version of the app past the snapshot may be stored: the
+   * highest number of each slot among the app's versions (app_seqs,
+   * migration 004), held by the snapshot or not. Most pages of a Read that
+   * no write races find none, and skip the search of changed records.
+   */
+  async function changedAfter(app: string, snapshot: Snapshot, signal: AbortSignal): Promise<boolean> {
+    const tops = await sql.rows<{ seq: string }>(`SELECT max(top) AS seq FROM app_seqs WHERE app = ${sqlString(app)} GROUP BY slot`, signal);
+    return tops.some((t) => !holds(snapshot, BigInt(t.seq)));
+  }
+
+  /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
+  async function changedSince(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal) {
+    // (A group being inserted may have stored its rows already, moving records
+    // away from where the scan looks: they are changes past the snapshot,
+    // and app_seqs has them before any other table does.)
+    if (!(await changedAfter(plan.appId, snapshot, signal))) return [];
+    const app = sqlString(plan.appId);
+    const rows = await sql.rows<RequestRow>(
+      `SELECT * FROM requests FINAL
+       WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)} AND ${heldSql("rkey", snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
+      signal,
+    );
+    if (rows.length === 0) return [];
+    const moves = await sql.rows<{ rkey: string; old: string }>(
+      `SELECT rkey, argMin(old_sort_time, seq) AS old FROM moves
+       WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)} AND rkey IN ${sqlList(rows.map((r) => r.rkey))}
+       GROUP BY rkey`,
+      signal,
+    );
+    const stoodAt = new Map(moves.map((m) => [m.rkey, BigInt(m.old)]));
+    return rows
+      .map((row): Candidate => ({
+        sortTime: stoodAt.get(row.rkey) ?? BigInt(row.sort_time),
+        rkey: BigInt(row.rkey),
+        requestId: row.request_id,
+        changed: row,
+      }))
+      .filter(
+        (c) =>
+          (plan.startTime === undefined || c.sortTime >= plan.startTime) &&
+          (plan.endTime === undefined || c.sortTime < plan.endTime) &&
+          (!after || c.sortTime < after.sortTime || (c.sortTime === after.sortTime && c.rkey < after.rkey)),
+      )
+      .sort((a, b) => (newer(a, b) ? -1 : 1));
+  }
+
+  /**
+   * The scan of records unchanged since the snapshot, newest first from after
+   * the cursor, as far as the budget goes, over `positions` (migration 002):
+   * how many rows the scan examines and the last of them (the oldest), and
+   * the first matches (as many as a page can take). Only those cross the
+   * wire, and they are all a page needs to end exactly where a scan row by
+   * row would: after its last match, or at the row past the budget (taken
+   * when it matches).
+   *
+   * ClickHouse 18.16 cannot read a key in order and stop, but reads a range
+   * of it cheaply: the scan reads windows of sort time in turn (scanWindows),
+   * each a search of its own, and stops at the window where the page is full
+   * or the budget spent; what it finds is what one search over every window
+   * up to there finds. Patterns are tested on `requests` (positions have no
+   * combined line or host), in one search over the whole range, since
+   * `requests` is not ordered by time; positions still count the rows examined.
+   */
+  async function unchangedScan(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal) {
+    const scope = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan), heldSql("seq", snapshot), "deleted = 0"];
+    if (after) {
+      scope.push(`sort_time <= ${sqlInt(after.sortTime)}`);
+      scope.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
+    }
+    const rows = scanRows(plan);
+    const wanted = plan.count + 1;
+    const extent = (where: readonly string[], limit?: number) =>
+      sql.rows<ScanExtent>(
+        `SELECT count() AS examined, min((sort_time, rkey)) AS oldest FROM ` +
+          (limit === undefined
+            ? `positions FINAL WHERE ${and(where)}`
+            : `(SELECT sort_time, rkey FROM positions FINAL WHERE ${and(where)} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(limit)})`),
+        signal,
+      );
+    const patterns = plan.hostRegex !== undefined || plan.combinedRegex !== undefined;
+    const matchesIn = (where: readonly string[], limit: number) =>
+      patterns
+        ? firstMatches(plan, where, limit, signal)
+        : sql.rows<Hit>(
+            `SELECT sort_time, rkey, request_id, seq FROM positions FINAL WHERE ${and([...where, ...planFilters(plan)])}
+             ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(limit)}`,
+            signal,
+          );
+
+    let examined = 0;
+    let oldestKey: [string, string] | undefined;
+    const hits: Hit[] = [];
+    for (const window of patterns ? [[]] : scanWindows(plan, after)) {
+      const where = [...scope, ...window];
+      // (On a cluster, each shard sums up its own rows.)
+      const [[whole], found] = await Promise.all([extent(where), matchesIn(where, wanted - hits.length)]);
+      hits.push(...found);
+      // The row past the budget is examined too (as on SQLite): rows + 1. Only
+      // when there are more does ClickHouse sort them to find where it stands.
+      const inWindow = Number(whole!.examined);
+      const [scanned] = examined + inWindow > rows + 1 ? await extent(where, rows + 1 - examined) : [whole];
+      if (scanned!.examined !== "0") oldestKey = scanned!.oldest;
+      examined += Number(scanned!.examined);
+      if (examined > rows || hits.length >= wanted) break;
+    }
+    if (oldestKey === undefined) return { found: [] };
+    const oldest: ScanRow = { sortTime: BigInt(oldestKey[0]), rkey: BigInt(oldestKey[1]), requestId: "", matches: false };
+    // The matches up to the last row examined (those past it are past the budget).
+    const found = hits
+      .map((h): ScanRow => ({ sortTime: BigInt(h.sort_time), rkey: BigInt(h.rkey), requestId: h.request_id, matches: true }))
+      .filter((h) => !newer(oldest, h));
+    const last = found.at(-1);
+    const end = last && last.sortTime === oldest.sortTime && last.rkey === oldest.rkey ? last : oldest;
+    if (end === oldest) found.push(oldest);
+    return { found, spentAt: examined > rows ? end : undefined };
+  }
+
+  /**
+   * The windows of sort time a scan reads in turn, newest first, as
+   * conditions: the newest minute below where it starts (the cursor, the
+   * plan's end time, or now; a first window also takes what sorts after
+   * now), then each ten times wider than the last, until one reaches the
+   * plan's start time or spans ~19 years (the last takes all that is left).
+   */
+  function* scanWindows(plan: ReadPlan, after: ClickHouseCursor | undefined): Generator<string[]> {
+    const from = after?.sortTime ?? plan.endTime ?? now();
+    let upper: bigint | undefined;
+    for (let width = firstWindowUs; ; width *= 10n) {
+      const lower = from - width;
+      const last = width >= widestWindowUs || (plan.startTime !== undefined && lower <= plan.startTime);
+      yield [...(upper === undefined ? [] : [`sort_time < ${sqlInt(upper)}`]), ...(last ? [] : [`sort_time >= ${sqlInt(lower)}`])];
+      if (last) return;
+      upper = lower;
+    }
+  }
+
+  /**
+   * The newest matches of the scan (as many as a page can take): the
+   * versions that pass the filters, newest first, each kept when it is its
+   * request's latest version. Without FINAL (which merges every column the
+   * filters read, of every row: most of a scan's cost when the combined line
+   * is derived), ClickHouse reads the columns as a plain table; the latest
+   * versions are then looked up by key, for the few ids found. Exact when it
+   * finds enough matches or finds every matching version; else (many
+   * matching versions superseded) the same search runs on requests FINAL.
+   */
+  async function firstMatches(plan: ReadPlan, scope: readonly string[], wanted: number, signal: AbortSignal): Promise<Hit[]> {
+    const filters = scanFilters(plan);
+    const order = "ORDER BY sort_time DESC, rkey DESC LIMIT";
+    const search = (table: string, limit: number) =>
+      sql.rows<Hit>(
+        filters.then.length === 0
+          ? // One level when there is no second stage: on a cluster, each shard then sorts and limits its own rows.
+            `SELECT sort_time, rkey, request_id, seq FROM ${table} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
+          : `SELECT sort_time, rkey, request_id, seq
+             FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${table}
+                   WHERE ${[...scope, ...filters.first].join(" AND ")})
+             WHERE ${and(filters.then)} ${order} ${sqlInt(limit)}`,
+        signal,
+      );
+    const limit = 2 * wanted;
+    const versions = await search("requests", limit);
+    if (versions.length === 0) return [];
+    const ids = [...new Set(versions.map((v) => v.request_id))];
+    const latest = await sql.rows<{ request_id: string; seq: string }>(
+      `SELECT request_id, max(seq) AS seq FROM requests
+       WHERE app = ${sqlString(plan.appId)} AND request_id IN ${sqlList(ids.map(sqlString))} GROUP BY request_id`,
+      signal,
+    );
+    const latestSeq = new Map(latest.map((l) => [l.request_id, l.seq]));
+    const hits = versions.filter((v) => latestSeq.get(v.request_id) === v.seq);
+    return hits.length >= wanted || versions.length < limit ? hits.slice(0, wanted) : search("requests FINAL", wanted);
+  }
+
+  async function page(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {
+    // The scan first, then the changes: a record that changes between the
+    // two (its latest version's seq passing the snapshot) is then in both
+    // sets, where it would be in neither the other way round. It is taken
+    // once, where the scan found it (where it stood at the snapshot: its
+    // first move since), as it is now (a match when it matches now).
+    const { found, spentAt } = await unchangedScan(plan, snapshot, after, signal);
+    const changedNow = new Map((await changedSince(plan, snapshot, after, signal)).map((c) => [c.rkey, c]));
+    if (signal.aborted) throw ReqlogError.cancelled();
+    for (const row of found) {
+      const current = changedNow.get(row.rkey);
+      if (!current) continue;
+      Object.assign(row, current, { matches: true });
+      changedNow.delete(row.rkey);
+    }
+    const changed = [...changedNow.values()];
+    const matched: Candidate[] = [];
+    let last: Candidate | undefined;
+    let next: Candidate | undefined;
+    /** Takes a match; true when the page was full already (then it ends before this one). */
+    const take = (c: Candidate): boolean => {
+      if (matched.length === plan.count) {
+        next = matched.at(-1);
+        return true;
+      }
+      matched.push(c);
+      return false;
+    };
+    let c = 0;
+    scan: for (const row of found) {
+      for (; c < changed.length && newer(changed[c]!, row); c++) {
+        last = changed[c];
+        if (take(changed[c]!)) break scan;
+      }
+      last = row;
+      if (row.matches && take(row)) break;
+      // Budget spent: the page ends after this row, matching or not.
+      if (row === spentAt) {
+        next = row;
+        break;
+      }
+    }
+    if (next === undefined) {
+      for (; c < changed.length; c++) {
+        last = changed[c];
+        if (take(changed[c]!)) break;
+      }
+    }
+
+    // The unchanged matches, read whole (one may have changed or gone since
+    // the scan: it is left out when gone or when it no longer matches, as it
+    // would be among the changed records).
+    const unchanged = matched.filter((m) => !m.changed).map((m) => m.requestId);
+    const whole = new Map((await records.byIds(plan.appId, unchanged, planFilters(plan), signal)).map((r) => [r.request_id, r]));
+    let kept = matched.filter((m) => m.changed ?? whole.has(m.requestId));
+    const rowOf = (m: Candidate) => m.changed ?? whole.get(m.requestId)!;
+    // At most a page's bytes: the page ends before the first record that does not fit.
+    const bytes = createPageBytes(plan);
+    const fitting = kept.findIndex((m) => !bytes.take(pageBytesOf(rowOf(m).record_bytes, rowOf(m).line_bytes, plan)));
+    if (fitting >= 0) {
+      kept = kept.slice(0, fitting);
+      next = kept.at(-1);
+    }
+    const logs = await records.toLogs(kept.map(rowOf), plan, signal);
+    const cursorOf = (m: Candidate) => encodeCursor({ snapshot, sortTime: m.sortTime, rkey: m.rkey });
+    return {
+      records: logs.map((log, i) => ({ log, cursor: cursorOf(kept[i]!) })),
+      next: next && cursorOf(next),
+      lastSortTime: last?.sortTime,
+    };
+  }
+
+  return {
+    /** One page of a Read (request ids, or newest first from the plan's cursor). */
+    async read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult> {
+      const after = plan.after && decodeCursor(plan.after);
+      const snapshot = after?.snapshot ?? (await marks());
+      // (The floor as any server last raised it: compaction may have run on another.)
+      if (after && after.snapshot.at < (await floorNow(signal))) {
+        throw ReqlogError.invalid("offset expired: it is over 24 hours old; start the read again without it");
+      }
+      if (plan.requestIds) {
+        const ids = plan.requestIds.map(bytesToText);
+        const rows = await records.byIds(plan.appId, ids, planFilters(plan), signal);
+        checkRequestIdBytes(rows.map((row) => pageBytesOf(row.record_bytes, row.line_bytes, plan)), plan);
+        const logs = await records.toLogs(rows, plan, signal);
+        return {
+          records: logs.map((log, i) => ({
+            log,
+            cursor: encodeCursor({ snapshot, sortTime: BigInt(rows[i]!.sort_time), rkey: BigInt(rows[i]!.rkey) }),
+          })),
+        };
+      }
+      return page(plan, snapshot, after, signal);
+    },
+  };
+}

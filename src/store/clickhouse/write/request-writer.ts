@@ -1,0 +1,319 @@
+import { isFieldSet, ScalarType } from "@bufbuild/protobuf";
+import { RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
+import type { AppLine, PreparedRecord, RequestContext } from "../../../domain/records.js";
+import { lineWireBytes, recordWireBytes } from "../../../write/wire-size.js";
+import { statsFactsOf } from "../../../write/stats-facts.js";
+import type { CommittedWrites } from "../../committed-writes.js";
+import type { NewLines } from "../../store.js";
+import { checkRequestLines, type RequestLineCap } from "../../../write/request-line-cap.js";
+import {
+  combinedColumn,
+  fieldColumns,
+  finishedSetBit,
+  moduleSetBit,
+  placeholderCombined,
+  placeholderRecord,
+  type RequestRow,
+  recordColumns,
+  requestKey,
+} from "../rows/request-row.js";
+import { createRollupDeltas, noRollup, type Rollup, rollupColumns, rollups } from "./rollup-deltas.js";
+import { bytesToText } from "../rows/sql-literal.js";
+import { tsvNumbers, tsvStrings, tsvValue } from "../rows/tab-separated.js";
+
+/** What a group of writes starts from, loaded before it runs (group-commit.ts). */
+export interface StoredState {
+  /** The latest version of each request the group names, by requestKey (absent: never stored, or expired). */
+  rows: Map<string, RequestRow>;
+  /** Lines stored for those requests (their current incarnation), at least those at the times the group's lines carry. */
+  lines: Map<string, Set<string>>;
+}
+
+/** One new version of a request: the row, the version it replaces, the lines it adds. */
+export interface Change {
+  row: RequestRow;
+  prev: RequestRow | undefined;
+  lines: readonly AppLine[];
+}
+
+const lineKey = (line: Pick<AppLine, "time" | "pos" | "level" | "message">) =>
+  `${line.time}\u0000${line.pos}\u0000${line.level}\u0000${line.message}`;
+/** The key of a stored line (as lines rows read back: time as text). */
+export const storedLineKey = (line: { time: string; pos: number; level: number; message: string }) =>
+  lineKey({ ...line, time: BigInt(line.time) });
+
+/**
+ * The rules of a write, applied to the stored state of a group: upserts by
+ * (app, request id), lines stored once, placeholders for lines that come
+ * before their record, a finished record never turned back into an
+ * in-progress one, and retention's tombstones. Every change is a new version
+ * (the next change sequence number) with the version it replaces (whose
+ * difference the rollups take: rollup-deltas.ts), collected in `changes` for
+ * one INSERT. Each write of the group can be undone alone (`mark`, `undo`),
+ * as a savepoint would.
+ */
+export function createRequestWriter(state: StoredState, nextSeq: () => bigint, notes: CommittedWrites, cap: RequestLineCap) {
+  const changes: Change[] = [];
+  const undoLog: (() => void)[] = [];
+
+  function setRow(key: string, row: RequestRow | undefined): void {
+    const before = state.rows.get(key);
+    undoLog.push(() => (before ? state.rows.set(key, before) : state.rows.delete(key)));
+    if (row) state.rows.set(key, row);
+    else state.rows.delete(key);
+  }
+
+  /** The request's known lines; `fresh` starts a new incarnation with none. */
+  function linesOf(key: string, fresh: boolean): Set<string> {
+    const before = state.lines.get(key);
+    if (before && !fresh) return before;
+    const set = new Set<string>();
+    undoLog.push(() => (before ? state.lines.set(key, before) : state.lines.delete(key)));
+    state.lines.set(key, set);
+    return set;
+  }
+
+  /** Keeps the lines not stored yet; the new totals of `row` (absent: a new request), within the cap. */
+  function addLines(key: string, row: RequestRow | undefined, lines: readonly AppLine[], requestId: string) {
+    const known = linesOf(key, row === undefined);
+    const added: AppLine[] = [];
+    let bytes = 0;
+    let maxLevel = row?.max_level ?? -1;
+    for (const line of lines) {
+      const k = lineKey(line);
+      if (line.level > maxLevel) maxLevel = line.level;
+      if (known.has(k)) continue;
+      known.add(k);
+      undoLog.push(() => known.delete(k));
+      added.push(line);
+      bytes += lineWireBytes(line);
+    }
+    const lineCount = BigInt(row?.line_count ?? 0) + BigInt(added.length);
+    const lineBytes = BigInt(row?.line_bytes ?? 0) + BigInt(bytes);
+    if (added.length > 0) checkRequestLines(lineCount, lineBytes, cap, requestId);
+    return {
+      added,
+      totals: { max_level: maxLevel, line_count: String(lineCount), line_bytes: String(lineBytes) },
+    };
+  }
+
+  function save(key: string, row: RequestRow, prev: RequestRow | undefined, lines: readonly AppLine[]): void {
+    setRow(key, row.deleted === 1 ? undefined : row);
+    changes.push({ row, prev, lines });
+    undoLog.push(() => changes.pop());
+  }
+
+  /** Adds lines to a stored request: a change; an in-progress request moves to `at`. */
+  function flushInto(key: string, stored: RequestRow, request: NewLines["request"], lines: readonly AppLine[], at: bigint, first: bigint): number {
+    if (lines.length === 0) return 0;
+    const { added, totals } = addLines(key, stored, lines, stored.request_id);
+    if (added.length > 0 && notes.watchingLines) notes.lines({ request, lines: added });
+    const row: RequestRow = {
+      ...stored,
+      ...totals,
+      seq: String(nextSeq()),
+      updated_at: String(at),
+      sort_time: stored.finished === 1 ? stored.sort_time : String(at),
+    };
+    if (stored.has_record === 0) {
+      // A placeholder starts at its earliest line; its combined line follows.
+      if (first < BigInt(stored.start_time as string)) row.start_time = String(first);
+      row.combined = placeholderCombined(row);
+    }
+    save(key, row, stored, added);
+    return added.length;
+  }
+
+  return {
+    changes: changes as readonly Change[],
+
+    /** Where the writes stand now, to undo back to. */
+    mark: () => undoLog.length,
+    /** Undoes everything since `mark` (a write that failed). */
+    undo(mark: number): void {
+      while (undoLog.length > mark) undoLog.pop()!();
+    },
+
+    /** Upserts one record with its lines at server time `at`; returns how many lines were new. */
+    writeRecord(record: PreparedRecord, at: bigint): number {
+      const log = record.log;
+      const requestId = bytesToText(log.requestId);
+      const key = requestKey(log.appId, requestId);
+      const stored = state.rows.get(key);
+      if (stored && stored.has_record === 1 && stored.finished === 1 && !log.finished) {
+        // A finished record is never turned back into an in-progress one by a
+        // late or retried in-progress write; its lines are still kept.
+        return flushInto(key, stored, log, record.lines, at, log.startTime);
+      }
+      const seq = String(nextSeq());
+      const { added, totals } = addLines(key, stored, record.lines, requestId);
+      // Newly finished: not stored finished before (a finished record sent again or rewritten was).
+      if (log.finished && !(stored && stored.has_record === 1 && stored.finished === 1) && notes.watching) {
+        notes.finished({ log, facts: statsFactsOf(log), maxLevel: totals.max_level });
+      }
+      if (added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: added });
+      const columns = recordColumns(log);
+      let bits = BigInt(columns.set_fields);
+      if (isFieldSet(log, RequestLogSchema.field.moduleId)) bits |= moduleSetBit;
+      if (isFieldSet(log, RequestLogSchema.field.finished)) bits |= finishedSetBit;
+      save(
+        key,
+        {
+          ...columns,
+          ...totals,
+          set_fields: String(bits),
+          app: log.appId,
+          request_id: requestId,
+          rkey: stored?.rkey ?? seq,
+          created_at: stored?.created_at ?? String(at),
+          seq,
+          deleted: 0,
+          has_record: 1,
+          finished: log.finished ? 1 : 0,
+          sort_time: String(log.finished ? log.endTime : at),
+          updated_at: String(at),
+          module_id: log.moduleId,
+          version_id: log.versionId,
+          record_bytes: String(recordWireBytes(log)),
+          combined: combinedColumn(log, record.storedCombined === undefined),
+        },
+        stored,
+        added,
+      );
+      return added.length;
+    },
+
+    /** Stores app lines of one request (a placeholder until its record arrives); returns how many were new. */
+    flushLines(request: RequestContext, lines: readonly AppLine[], at: bigint): number {
+      if (lines.length === 0) return 0;
+      const requestId = bytesToText(request.requestId);
+      const key = requestKey(request.appId, requestId);
+      const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
+      const stored = state.rows.get(key);
+      if (stored) return flushInto(key, stored, request, lines, at, first);
+      const seq = String(nextSeq());
+      const { added, totals } = addLines(key, undefined, lines, requestId);
+      const columns = recordColumns(placeholderRecord(first));
+      const row: RequestRow = {
+        ...columns,
+        ...totals,
+        // Finished (false) is set, as it reads back; the module only when the caller named it.
+        set_fields: String(BigInt(columns.set_fields) | finishedSetBit | (request.moduleSet ? moduleSetBit : 0n)),
+        app: request.appId,
+        request_id: requestId,
+        rkey: seq,
+        created_at: String(at),
+        seq,
+        deleted: 0,
+        has_record: 0,
+        finished: 0,
+        sort_time: String(at),
+        updated_at: String(at),
+        module_id: request.moduleId,
+        version_id: request.versionId,
+        record_bytes: "0",
+        combined: "",
+      };
+      row.combined = placeholderCombined(row);
+      save(key, row, undefined, added);
+      if (added.length > 0 && notes.watchingLines) notes.lines({ request, lines: added });
+      return added.length;
+    },
+
+    /** Expires a stored request: a tombstone version, its share of the rollups taken out. */
+    expire(stored: RequestRow): void {
+      const key = requestKey(stored.app, stored.request_id);
+      save(key, { ...stored, seq: String(nextSeq()), deleted: 1 }, stored, []);
+      const lines = state.lines.get(key);
+      if (lines) {
+        state.lines.delete(key);
+        undoLog.push(() => state.lines.set(key, lines));
+      }
+    },
+  };
+}
+
+export type RequestWriter = ReturnType<typeof createRequestWriter>;
+
+/** The columns of a request version (requests' own, migration 001), in the order changeLine writes them. */
+const rowColumns: readonly string[] = [
+  "app", "request_id", "rkey", "created_at", "seq", "deleted", "has_record", "finished", "sort_time", "updated_at",
+  "module_id", "version_id", "max_level", "line_count", "line_bytes", "record_bytes", "combined", "set_fields", "extra",
+  ...fieldColumns.map((f) => f.name),
+];
+
+/** The text columns of a row; the others are numbers. */
+const textColumns = new Set([
+  "app", "request_id", "module_id", "version_id", "combined", "extra",
+  ...fieldColumns.filter((f) => f.fieldKind === "scalar" && f.scalar === ScalarType.STRING).map((f) => f.name),
+]);
+
+/** A column's value, or its default where the row leaves it out (a tombstone carries only what it needs). */
+const columnValue = (row: RequestRow, column: string) => row[column] ?? (textColumns.has(column) ? "" : 0);
+
+/** request_changes' columns (migration 003), in the order changeLine writes them. */
+export const changeColumns: readonly string[] = [
+  ...rowColumns,
+  "moved", "prev_sort_time",
+  "line_time", "line_pos", "line_level", "line_message",
+  ...rollups.flatMap((rollup) => rollupColumns[rollup]),
+];
+
+const carriesNone: ReadonlyMap<Rollup, string[]> = new Map();
+
+/**
+ * A change as request_changes takes it (migration 003), one TabSeparated
+ * line of `changeColumns`: the row, its move, its new lines, and the
+ * rollup sums it carries (`carried`, rollup-deltas.ts; changesText).
+ */
+export function changeLine({ row, prev, lines }: Change, carried: ReadonlyMap<Rollup, string[]> = carriesNone): string {
+  const fields = rowColumns.map((column) => tsvValue(columnValue(row, column)));
+  fields.push(
+    prev && row.deleted === 0 && prev.sort_time !== row.sort_time ? "1" : "0",
+    prev?.sort_time ?? "0",
+    tsvNumbers(lines.map((l) => String(l.time))),
+    tsvNumbers(lines.map((l) => l.pos)),
+    tsvNumbers(lines.map((l) => l.level)),
+    tsvStrings(lines.map((l) => l.message)),
+    ...rollups.flatMap((rollup) => carried.get(rollup) ?? noRollup(rollup)),
+  );
+  return `${fields.join("\t")}\n`;
+}
+
+/**
+ * Whose rollup sums a row carries: on one server a group's INSERT is stored
+ * whole or not at all, so each app's sums of the whole group ride on its
+ * last rows; on a cluster the Distributed table splits an INSERT into one per
+ * shard, which may fail alone, so the sums are per request (whose rows are
+ * all on one shard): what a shard stores, it stores with its rollups.
+ */
+export type RollupScope = "group" | "request";
+
+/**
+ * The changes of a group as one INSERT's TabSeparated text, the rollup sums
+ * of each scope on its last rows: Usage on the last, Stats on the one
+ * before, clients on the one before that (as far as the scope has rows). A
+ * view's ARRAY JOIN copies every other column of the row it unfolds, long
+ * arrays too: two rollups' sums on one row cost the product of their
+ * lengths (330 ms of a 2,000-record insert's 550 when they shared one).
+ */
+export function changesText(changes: readonly Change[], scope: RollupScope): string {
+  const keyOf = scope === "group" ? (row: RequestRow) => row.app : (row: RequestRow) => requestKey(row.app, row.request_id);
+  const deltas = new Map<string, { sums: ReturnType<typeof createRollupDeltas>; rows: number[] }>();
+  changes.forEach(({ row, prev }, i) => {
+    const key = keyOf(row);
+    let scoped = deltas.get(key);
+    if (!scoped) deltas.set(key, (scoped = { sums: createRollupDeltas(), rows: [] }));
+    scoped.sums.add(row, prev);
+    scoped.rows.push(i);
+  });
+  const carried = new Map<number, Map<Rollup, string[]>>();
+  for (const { sums, rows } of deltas.values()) {
+    rollups.forEach((rollup, r) => {
+      const at = rows[Math.max(0, rows.length - 1 - r)]!;
+      if (!carried.has(at)) carried.set(at, new Map());
+      carried.get(at)!.set(rollup, sums.columns(rollup));
+    });
+  }
+  return changes.map((change, i) => changeLine(change, carried.get(i))).join("");
+}
