@@ -102,9 +102,9 @@ describeStoreContract("ClickHouse (two shards)", async (now, requestLines) => {
   return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now, requestLines }));
 });
 
-describeStoreContract("ClickHouse (two shards, two servers)", async (now) => {
+describeStoreContract("ClickHouse (two shards, two servers)", async (now, requestLines) => {
   await emptyShards();
   return reopenable(() =>
-    openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now })),
+    openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now, requestLines })),
   );
 });

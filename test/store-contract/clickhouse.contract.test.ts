@@ -53,10 +53,10 @@ describeStoreContract("ClickHouse (one node)", async (now, requestLines) => {
 });
 
 // Two servers on one database (two backends, as two `reqlog serve` would be), every call alternating.
-describeStoreContract("ClickHouse (one node, two servers)", async (now) => {
+describeStoreContract("ClickHouse (one node, two servers)", async (now, requestLines) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   return reopenable(
-    () => openAlternating(() => openClickHouseBackend({ url: server.url, database, now })),
+    () => openAlternating(() => openClickHouseBackend({ url: server.url, database, now, requestLines })),
     async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
