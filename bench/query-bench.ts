@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createLogServiceClient, type LogServiceClient } from "../src/client/log-service-client.js";
 import { type QueryAnswer, readQueryAnswer } from "../src/client/query-answer.js";
+import type { RequestLog } from "../gen/reqlog/v1/log_service_pb.js";
 import { startClickHouse } from "../test/helpers/clickhouse-server.js";
 import { openDuckDbPeer } from "./harness/duckdb-peer.js";
 import { startChildServer } from "./harness/child-server.js";
@@ -62,13 +63,23 @@ const figures: Figure[] = [];
 /** A fresh path, or the one given (reused when it exists). */
 const storePath = (given: string | undefined, name: string) => given ?? join(mkdtempSync(join(tmpdir(), `reqlog-bench-${name}-`)), "bench.db");
 
-async function loaded(path: string, n: number, gapUsec: number, what: string): Promise<void> {
+/** Moves a record's times by `shiftUs` (the 30 days must end before now: writes refuse times a day ahead). */
+function shifted(shiftUs: bigint) {
+  return (log: RequestLog) => {
+    log.startTime += shiftUs;
+    if (log.endTime > 0n) log.endTime += shiftUs;
+    for (const line of log.line) line.time += shiftUs;
+    return log;
+  };
+}
+
+async function loaded(path: string, n: number, gapUsec: number, what: string, shiftUs = 0n): Promise<void> {
   if (existsSync(path)) {
     console.log(`reusing ${what} in ${path}`);
     return;
   }
   console.log(`loading ${n.toLocaleString()} requests (${what}) into ${path} …`);
-  const { backend, seconds } = await loadBackend(path, n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`), gapUsec);
+  const { backend, seconds } = await loadBackend(path, n, (d) => process.stdout.write(`  ${d.toLocaleString()}\r`), gapUsec, shifted(shiftUs));
   await backend.close();
   console.log(`  loaded in ${seconds.toFixed(0)} s`);
 }
@@ -99,11 +110,13 @@ const iso = (us: number) => new Date(us / 1000).toISOString().replace(".000Z", "
 async function scale(): Promise<void> {
   // 30 days: the first request at benchStart, then on average one every 30 d / n.
   const gap = Math.round((30 * dayUs) / big);
+  // The 30 days end a day before today (UTC), whole days.
+  const start = BigInt(Math.floor(Date.now() * 1000 / dayUs) * dayUs - 31 * dayUs);
   const path = storePath(args.db, "query-10m");
-  await loaded(path, big, gap, `${big.toLocaleString()} requests over 30 days`);
+  await loaded(path, big, gap, `${big.toLocaleString()} requests over 30 days`, start - benchStart);
   const { server, client } = await serveOn(path);
   try {
-    const firstDay = Math.ceil(Number(benchStart) / dayUs) * dayUs;
+    const firstDay = Number(start);
     const range = `_time:[${iso(firstDay)}, ${iso(firstDay + 29 * dayUs)})`;
     const rollups = `${range} | stats by (route, status_class) count() as requests, sum(response_size) as bytes, quantile(0.99, latency) as p99`;
     const r = await timed(() => ask(client, rollups));

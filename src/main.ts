@@ -132,6 +132,11 @@ const serveCommand = program
   )
   .addOption(new Option("--no-metrics", "do not serve /metrics on the HTTP port").env("REQLOG_NO_METRICS"))
   .addOption(
+    new Option("--no-request-metrics", "leave the apps' requests out of /metrics (reqlog's own metrics and --log-metrics stay)").env(
+      "REQLOG_NO_REQUEST_METRICS",
+    ),
+  )
+  .addOption(
     valueOption(
       "--metrics-max-series-per-app <n>",
       "series of one app per metric family with a route of their own; later routes count as http_route=\"other\"",
@@ -354,6 +359,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     httpListen: opts.httpListen === "off" ? undefined : (opts.httpListen as string),
     metrics: opts.metrics !== false,
     appMetrics: {
+      requests: opts.requestMetrics !== false,
       maxSeriesPerApp: opts.metricsMaxSeriesPerApp as number,
       maxAgeMs: opts.metricsMaxAge as number,
       apps: opts.requestMetricsApps as string[] | undefined,

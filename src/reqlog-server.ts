@@ -78,7 +78,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
   // The request metrics count what the store commits; the backend outlives the server (it is closed after).
   const serving = new AbortController();
-  if (metrics) backend.store.observeWrites(metrics.writes, serving.signal);
+  if (metrics?.writes) backend.store.observeWrites(metrics.writes, serving.signal);
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const prepareWorkers = options.prepareWorkers ?? 0;
   const privacyOptions = options.privacy ?? defaultPrivacyOptions;

@@ -1,5 +1,5 @@
 import { type Alert, AlertState } from "../gen/reqlog/v1/log_service_pb.js";
-import { h } from "./dom.js";
+import { fill, h } from "./dom.js";
 import { formatHour } from "./format.js";
 import { routeRegex } from "./route-regex.js";
 import type { ViewContext } from "./view-context.js";
@@ -77,8 +77,9 @@ function alertRow(ctx: ViewContext, alert: Alert, nowSeconds: number): HTMLEleme
       alert.route !== "" && h("code", { class: "alert-route" }, alert.route),
       h("span", { class: "dim" }, when),
     ),
-    alert.summary !== "" && h("p", { class: "alert-summary" }, alert.summary),
-    alert.runbook !== "" && h("p", { class: "alert-runbook" }, h("span", { class: "dim" }, "Runbook: "), alert.runbook),
+    // A resolved alert keeps one line: what fired, where and when, and its requests.
+    alert.state !== AlertState.RESOLVED && alert.summary !== "" && h("p", { class: "alert-summary" }, alert.summary),
+    alert.state !== AlertState.RESOLVED && alert.runbook !== "" && h("p", { class: "alert-runbook" }, h("span", { class: "dim" }, "Runbook: "), alert.runbook),
     h(
       "p",
       { class: "alert-links" },
@@ -106,10 +107,16 @@ function alertRow(ctx: ViewContext, alert: Alert, nowSeconds: number): HTMLEleme
   );
 }
 
-/** The alerts card: firing (and silenced) alerts first, then those resolved in the range. */
+/** Resolved alerts listed before the rest are summed up in one line. */
+const maxResolvedShown = 5;
+
+/** The alerts card: firing (and silenced) alerts first, then those resolved in the range, the latest few. */
 export function renderAlerts(panel: HTMLElement, ctx: ViewContext, alerts: readonly Alert[], nowSeconds: number): void {
   const firing = alerts.filter((a) => a.state !== AlertState.RESOLVED).length;
-  panel.replaceChildren(
+  const shown = alerts.slice(0, firing + maxResolvedShown);
+  const more = alerts.length - shown.length;
+  fill(
+    panel,
     h(
       "div",
       { class: "card-head" },
@@ -118,6 +125,7 @@ export function renderAlerts(panel: HTMLElement, ctx: ViewContext, alerts: reado
     ),
     alerts.length === 0
       ? h("p", { class: "note empty" }, "No alert fired for this app in this range.")
-      : h("ul", { class: "alert-list" }, ...alerts.map((a) => alertRow(ctx, a, nowSeconds))),
+      : h("ul", { class: "alert-list" }, ...shown.map((a) => alertRow(ctx, a, nowSeconds))),
+    more > 0 && h("p", { class: "note dim", "data-testid": "alerts-more" }, `and ${more} more resolved in this range (the charts mark them all)`),
   );
 }

@@ -148,7 +148,11 @@ describe("the HTTP port", () => {
       const text = await response.text();
       for (const line of text.split("\n")) {
         if (line === "" || line.startsWith("# HELP ") || line.startsWith("# TYPE ")) continue;
-        expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)$/i);
+        // A sample: name, optional labels (a value is quoted and may hold braces, as a route's {owner} does;
+        // \\, \" and \n are its escapes), then the value.
+        expect(line).toMatch(
+          /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*",?)*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)$/i,
+        );
       }
       return text;
     };

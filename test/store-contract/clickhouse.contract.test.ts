@@ -22,6 +22,8 @@ import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
 import { openAlternating } from "./alternating-backend.js";
 import { describeStoreContract, reopenable } from "./contract.js";
+import { planQuery } from "../../src/query/logsql/plan-query.js";
+import { referenceQuery } from "../helpers/query-reference.js";
 
 // Starting ClickHouse may first install it (apt-get): minutes on a fresh machine. Every
 // write is a round trip to ClickHouse: the property tests (a hundred runs of writes and
@@ -199,6 +201,56 @@ describe("ClickHouse retention", () => {
       expect(await storedRows(database, "positions")).toBe(1);
       const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
       expect(usage.buckets.map((b) => b.requests)).toEqual([1]);
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse queries over merged partitions", () => {
+  const signal = new AbortController().signal;
+  const dayUs = 86_400_000_000n;
+
+  it("reads merged partitions without FINAL and the others with it, with the same answers as the reference", async () => {
+    const database = `reqlog_query_final_${process.pid}`;
+    let now = t0 - 2n * dayUs;
+    const statements: string[] = [];
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      rows(query, s) {
+        if (query.includes("FROM requests")) statements.push(query);
+        return sql.rows(query, s);
+      },
+    });
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => now, interpose });
+    try {
+      // Three days of writes (a partition each: requests are partitioned by the day they were created).
+      const ids = Array.from({ length: 30 }, (_, i) => `f${i}`);
+      for (let day = 0n; day < 3n; day++, now += dayUs) {
+        const logs = ids.slice(Number(day) * 10, Number(day) * 10 + 10).map((id, i) =>
+          minimalLog({ requestId: rid(id), startTime: t0 - dayUs, endTime: t0 - dayUs + BigInt(i) * 1000n, status: [200, 404, 500][i % 3]!, ip: `10.0.0.${i % 4}` }),
+        );
+        await backend.store.write(logs.map((log) => prepareRequestLog(log, defaultLimits, "log")), signal);
+      }
+      const text = "* | stats by (ip, status) count() as n, sum(response_size) as bytes";
+      const ask = async () => {
+        statements.length = 0;
+        const answer = await backend.store.query({ ...planQuery({ appId: "forge", text }, defaultLimits, Number(now)), rollup: undefined }, signal);
+        const want = referenceQuery(await backend.store.getRequests("forge", ids.map(rid), signal), text, Number(now));
+        expect(answer.rows).toEqual(want.rows);
+        return statements.join("\n");
+      };
+      expect(await ask()).toContain("requests FINAL"); // parts as the inserts wrote them
+
+      await server.client.command({ query: `OPTIMIZE TABLE ${database}.requests FINAL` });
+      const merged = await ask();
+      expect(merged).not.toContain("FINAL");
+
+      // A request of the first day written again: its partition has a part of an insert now, the others stay merged.
+      await backend.store.write([prepareRequestLog(minimalLog({ requestId: rid("f1"), startTime: t0 - dayUs, endTime: t0 - dayUs + 1000n, status: 503, ip: "10.0.0.9" }), defaultLimits, "log")], signal);
+      const mixed = await ask();
+      expect(mixed).toContain("UNION ALL SELECT * FROM requests FINAL");
     } finally {
       await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });

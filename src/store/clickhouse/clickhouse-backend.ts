@@ -188,6 +188,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   return {
     store: createClickHouseStore({
       sql,
+      onCluster: layout.cluster !== undefined,
       now,
       marks,
       batcher,

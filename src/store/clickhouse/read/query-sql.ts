@@ -218,6 +218,12 @@ export function valueOf(raw: unknown, type: FieldType): string | number | null {
   return String(raw);
 }
 
+/**
+ * Where a query reads each request's latest version, given its conditions:
+ * the text after FROM (`requests FINAL WHERE …`, or what needs no FINAL).
+ */
+export type VersionSource = (conditions: string) => string;
+
 export interface CompiledQuery {
   /** The SQL that answers the filter and pipes before `startAt`. */
   sql: string;
@@ -239,7 +245,7 @@ const latin1ToText = (s: string) => new TextDecoder().decode(Buffer.from(s, "lat
  * the rest (no pipe, fields) as the matching rows newest first (at most
  * max-query-rows and one). Undefined when some part must be decided in reqlog.
  */
-export function compileQuery(plan: QueryPlan, from: string, where: string[]): CompiledQuery | undefined {
+export function compileQuery(plan: QueryPlan, from: VersionSource, where: string[]): CompiledQuery | undefined {
   const filter = filterSql(plan.query.filter);
   if (!filter.exact) return undefined;
   const conditions = [...where, filter.sql].map((c) => `(${c})`).join(" AND ");
@@ -257,7 +263,7 @@ export function compileQuery(plan: QueryPlan, from: string, where: string[]): Co
     const groupBy = keys.length > 0 ? ` GROUP BY ${keys.map((_, i) => `k${i}`).join(", ")}` : "";
     const order = pipe.kind === "top" ? ` ORDER BY hits DESC, ${keys.map((_, i) => `k${i}`).join(", ")} LIMIT ${sqlInt(pipe.n)}` : ` LIMIT ${sqlInt(plan.maxGroups + 1)}`;
     return {
-      sql: `SELECT ${[...keyColumns, ...aggregates].join(", ")} FROM ${from} WHERE ${conditions}${groupBy}${order}`,
+      sql: `SELECT ${[...keyColumns, ...aggregates].join(", ")} FROM ${from(conditions)}${groupBy}${order}`,
       decode(row) {
         const out = new Map<string, string | number | null>(by.map((b, i) => [b.field, valueOf(row[`k${i}`], typeOf(b.field))]));
         if (pipe.kind === "stats") {
@@ -298,7 +304,7 @@ export function compileQuery(plan: QueryPlan, from: string, where: string[]): Co
     range = sqlInt(plan.maxRows + 1);
   }
   return {
-    sql: `SELECT ${select || "1"} FROM ${from} WHERE ${conditions} ORDER BY ${order} LIMIT ${range}`,
+    sql: `SELECT ${select || "1"} FROM ${from(conditions)} ORDER BY ${order} LIMIT ${range}`,
     decode(row) {
       return new Map(
         needed.map((f, i) => {

@@ -86,7 +86,7 @@ export function createSnapshotPaging(
   marks: () => Promise<Snapshot>,
   history: PagingHistory,
   now: Clock,
-) {
+): SnapshotPaging {
   async function floorNow(signal: AbortSignal): Promise<bigint> {
     const [row] = await sql.rows<{ floor: string }>("SELECT max(toInt64(value)) AS floor FROM meta WHERE key = 'moves_floor'", signal);
     const floor = BigInt(row?.floor ?? "0");
@@ -365,4 +365,9 @@ export function createSnapshotPaging(
       return page(plan, snapshot, after, signal);
     },
   };
+}
+
+export interface SnapshotPaging {
+  /** One page of a Read (request ids, or newest first from the plan's cursor). */
+  read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
 }

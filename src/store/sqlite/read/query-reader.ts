@@ -43,7 +43,7 @@ export type QueryOutcome = QueryResult & { cancelled?: boolean };
  * (match-filter.ts) on each row SQLite yields, and the rows go through the
  * shared pipeline (run-pipes.ts).
  */
-export function createQueryReader(db: Database.Database, sql: PlanSql, budget: ScanBudget, searchIndex: SearchIndexUse) {
+export function createQueryReader(db: Database.Database, sql: PlanSql, budget: ScanBudget, searchIndex: SearchIndexUse): QueryReader {
   const appKey = createAppLookup(db);
   const rows = createQueryRows(db);
   const stmt = {
@@ -175,4 +175,6 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
   };
 }
 
-export type QueryReader = ReturnType<typeof createQueryReader>;
+export interface QueryReader {
+  query(plan: QueryPlan): QueryOutcome;
+}

@@ -70,7 +70,7 @@ const utf8 = new TextDecoder();
  * the Stats route computed once per resource. One Row object is reused for
  * every row of a scan; each value is worked out once per row.
  */
-export function createQueryRows(db: Database.Database) {
+export function createQueryRows(db: Database.Database): QueryRows {
   const stmt = {
     string: db.prepare("SELECT text FROM strings WHERE id = ?").pluck(),
     version: db.prepare("SELECT module_id, version_id FROM versions WHERE id = ?"),
@@ -222,4 +222,9 @@ export function createQueryRows(db: Database.Database) {
   };
 }
 
-export type QueryRows = ReturnType<typeof createQueryRows>;
+export interface QueryRows {
+  /** The SELECT list of `requests r` a query reading these fields needs (id and sort time always). */
+  selectList(fields: Iterable<string>): string;
+  /** A Row over whatever raw row `bind` was last given. */
+  reader(appId: string): { row: Row; bind(raw: RawRow): void; };
+}

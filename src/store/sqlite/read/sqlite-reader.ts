@@ -20,7 +20,7 @@ type ReadOutcome = ReadResult & { cancelled?: boolean };
  * changes and records by id. It runs on the writer's connection (Tail,
  * request ids, Reads without workers) and on each read worker's own.
  */
-export function createSqliteReader(db: Database.Database, searchIndex: SearchIndexUse = "auto") {
+export function createSqliteReader(db: Database.Database, searchIndex: SearchIndexUse = "auto"): SqliteReader {
   const appKey = createAppLookup(db);
   const sql = createPlanSql(db);
   const lines = createLineLoader(db);
@@ -68,4 +68,15 @@ export function createSqliteReader(db: Database.Database, searchIndex: SearchInd
   };
 }
 
-export type SqliteReader = ReturnType<typeof createSqliteReader>;
+export interface SqliteReader {
+  /** One Read page; `cancel` (set to 1 by another thread) stops the scan as a spent budget would. */
+  read(plan: ReadPlan, cancel?: Int32Array): ReadOutcome;
+  /** A query's answer from the rows (docs/query.md); `cancel` stops its scan as a spent budget would. */
+  query(plan: QueryPlan, cancel?: Int32Array): QueryOutcome;
+  changes(plan: ReadPlan, afterSeq: bigint, limit: number): { records: RequestLog[]; lastSeq: bigint; caughtUp: boolean; };
+  currentSeq(): bigint;
+  /**
+   * Stored records of these ids (those that exist), in the order given, once each, with all their lines.
+   */
+  getRequests(appId: string, requestIds: readonly Uint8Array[]): RequestLog[];
+}
