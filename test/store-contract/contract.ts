@@ -65,6 +65,14 @@ export interface OpenedBackend {
   reopen(): Promise<void>;
   /** Closes the backend and removes its storage. */
   cleanup(): Promise<void>;
+  /**
+   * A fault, where the backend's test file can inject one: from now on every
+   * write of this request id fails inside the store, at that record (after
+   * the records before it in its call are written), until the returned
+   * function lifts it. The rollup properties use it: a failed write in a
+   * group commit leaves nothing behind.
+   */
+  failWritesOf?(requestId: Uint8Array): () => void;
 }
 
 /**
@@ -85,12 +93,14 @@ const lineCap: RequestLineCap = { maxRequestLines: 1000, maxRequestLineBytes: 25
 export async function reopenable<B extends Backend>(
   open: () => B | Promise<B>,
   remove: () => void | Promise<void> = () => {},
+  failWritesOf?: (backend: B, requestId: Uint8Array) => () => void,
 ): Promise<OpenedBackend> {
   let backend = await open();
   return {
     get backend() {
       return backend;
     },
+    ...(failWritesOf ? { failWritesOf: (requestId: Uint8Array) => failWritesOf(backend, requestId) } : {}),
     async reopen() {
       await backend.close();
       backend = await open();
@@ -190,6 +200,8 @@ interface Harness {
   follow(plan: ReadPlan, from: ChangePosition, limit: number): Promise<{ batches: ChangesResult[]; records: RequestLog[] }>;
   usage(init?: UsageInit, limits?: Partial<Limits>): Promise<UsageResult>;
   reopen(): Promise<void>;
+  /** The backend's fault injection, when its test file gives one (OpenedBackend.failWritesOf). */
+  readonly failWritesOf: OpenedBackend["failWritesOf"];
 }
 
 function useBackend(open: OpenBackend): Harness {
@@ -203,6 +215,9 @@ function useBackend(open: OpenBackend): Harness {
     },
     get store() {
       return opened!.backend.store;
+    },
+    get failWritesOf() {
+      return opened!.failWritesOf;
     },
     now: t0,
     write: (...logs) => h.store.write(prepare(...logs), signal),
@@ -285,6 +300,13 @@ async function seedForge(h: Harness): Promise<void> {
 async function writeSix(h: Harness): Promise<void> {
   await h.write(...Array.from({ length: 6 }, (_, i) => minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i) * 10n })));
 }
+
+/**
+ * Random query rounds for a ClickHouse backend: a round costs about 0.3 s
+ * there (its writes and queries are HTTP calls) against a few ms on SQLite,
+ * and four ClickHouse variants run the contract.
+ */
+export const clickhouseQueryRuns = 20;
 
 /**
  * The whole contract for a backend; `queryRuns` is how many random rounds of
@@ -1198,7 +1220,7 @@ function describeUsage(h: Harness): void {
     it("always equals a recount of what was written, after random writes, updates, flushes and deletions (property)", async () => {
       let run = 0;
       await fc.assert(
-        fc.asyncProperty(fc.array(usageOp, { minLength: 1, maxLength: 25 }), fc.nat(3), async (ops, resolution) => {
+        fc.asyncProperty(fc.array(usageOpsOf(h), { minLength: 1, maxLength: 25 }), fc.nat(3), async (ops, resolution) => {
           const model = createUsageModel(h, `usage-${run++}`);
           h.now = h0 + 10n * hourUs;
           for (const op of ops) await model.apply(op);
@@ -1250,7 +1272,54 @@ const usageOp = fc.oneof(
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(12).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
 );
-type UsageOp = typeof usageOp extends fc.Arbitrary<infer T> ? T : never;
+type UsageOp = (typeof usageOp extends fc.Arbitrary<infer T> ? T : never) | FailingOp<UsageWrite>;
+/** The usage ops a backend is asked: with failing writes where it can inject a fault. */
+const usageOpsOf = (h: Harness): fc.Arbitrary<UsageOp> =>
+  h.failWritesOf ? fc.oneof({ arbitrary: usageOp, weight: 6 }, { arbitrary: failingOp(usageWrite), weight: 1 }) : usageOp;
+
+/**
+ * Calls at once, in one group commit where the backend has one: `writes`
+ * (one call each, of different requests) and one call of `failed` whose
+ * record `failed[at]` meets a fault the backend injects
+ * (OpenedBackend.failWritesOf), made `position`th among them. Asked of
+ * backends that can inject one.
+ */
+const failingOp = <W extends { req: number }>(write: fc.Arbitrary<W>) =>
+  fc.record({
+    kind: fc.constant("failing" as const),
+    writes: fc.uniqueArray(write, { selector: (w) => w.req, maxLength: 3 }),
+    failed: fc.array(write, { minLength: 1, maxLength: 4 }),
+    at: fc.nat(),
+    position: fc.nat(),
+  });
+type FailingOp<W> = { kind: "failing"; writes: W[]; failed: W[]; at: number; position: number };
+
+/**
+ * Makes the calls of a FailingOp: the failing call is refused whole, the
+ * others are stored, and only theirs are counted (`written` makes a record
+ * and how its model counts it).
+ */
+async function writeWithAFailure<W extends { req: number }>(
+  h: Harness,
+  op: FailingOp<W>,
+  written: (w: W) => { prepared: PreparedRecord; count(): void },
+): Promise<void> {
+  const poisoned = op.failed[op.at % op.failed.length]!;
+  // A fault on a request fails every write of it: the calls that must succeed leave it alone.
+  const good = op.writes.filter((w) => w.req !== poisoned.req).map(written);
+  const failed = op.failed.map(written);
+  const lift = h.failWritesOf!(rid(`r${poisoned.req}`));
+  try {
+    const calls = good.map((w) => () => h.store.write([w.prepared], signal));
+    const at = op.position % (calls.length + 1);
+    calls.splice(at, 0, () => h.store.write(failed.map((w) => w.prepared), signal));
+    const outcomes = await Promise.allSettled(calls.map((call) => call()));
+    expect(outcomes.map((o) => o.status)).toEqual(calls.map((_, i) => (i === at ? "rejected" : "fulfilled")));
+  } finally {
+    lift();
+  }
+  for (const w of good) w.count();
+}
 
 /** One request as written: its record (once it has arrived), its distinct lines, where it sorts. */
 interface UsageRecord {
@@ -1328,6 +1397,8 @@ function createUsageModel(h: Harness, app: string) {
         const writes = op.writes.map(written);
         await h.store.write(writes.map((w) => w.prepared), signal);
         for (const w of writes) w.count();
+      } else if (op.kind === "failing") {
+        await writeWithAFailure(h, op, written);
       } else {
         // Started in one turn of the event loop: one group commit, the writes in the order they were made.
         const writes = op.writes.map(written);
@@ -1778,7 +1849,7 @@ function describeStats(h: Harness): void {
     it("always equals a recount of the finished requests written, after random writes, updates and deletions (property)", async () => {
       let run = 0;
       await fc.assert(
-        fc.asyncProperty(fc.array(statsOp, { minLength: 1, maxLength: 30 }), statsQuery, async (ops, query) => {
+        fc.asyncProperty(fc.array(statsOpsOf(h), { minLength: 1, maxLength: 30 }), statsQuery, async (ops, query) => {
           const app = `stats-${run++}`;
           const model = createStatsModel(h, app);
           // Requests in progress sort at the clock's time: among the finished ones' hours.
@@ -1905,7 +1976,10 @@ const statsOp = fc.oneof(
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(5).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
 );
-type StatsOp = typeof statsOp extends fc.Arbitrary<infer T> ? T : never;
+type StatsOp = (typeof statsOp extends fc.Arbitrary<infer T> ? T : never) | FailingOp<StatsWrite>;
+/** The stats ops a backend is asked: with failing writes where it can inject a fault. */
+const statsOpsOf = (h: Harness): fc.Arbitrary<StatsOp> =>
+  h.failWritesOf ? fc.oneof({ arbitrary: statsOp, weight: 6 }, { arbitrary: failingOp(statsWrite), weight: 1 }) : statsOp;
 
 const statsQuery = fc.record({
   bot: fc.constantFrom(undefined, "bot", "^curl/", "^$", "[Mm]ozilla|git/"),
@@ -1961,6 +2035,8 @@ function createStatsModel(h: Harness, app: string) {
         const writes = op.writes.map(written);
         await h.store.write(writes.map((w) => w.prepared), signal);
         for (const w of writes) w.count();
+      } else if (op.kind === "failing") {
+        await writeWithAFailure(h, op, written);
       } else {
         const writes = op.writes.map(written);
         await Promise.all(writes.map((w) => h.store.write([w.prepared], signal)));
