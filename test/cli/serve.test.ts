@@ -106,6 +106,9 @@ async function expectSecondTailOver(client: TestClient, name: LimitName) {
 }
 
 const writeOf = (...logs: Parameters<typeof minimalLog>[0][]) => ({ log: logs.map((l) => minimalLog(l)) });
+/** `count` app lines of one record, at t0, t0+1…, each with `message`. */
+const appLines = (count: number, message = "m") =>
+  Array.from({ length: count }, (_, i) => create(LogLineSchema, { time: t0 + BigInt(i), level: 1, logMessage: message }));
 
 /** Writes n records, r0 (oldest) … r{n-1}, 1000 per Write. */
 async function writeMany(client: TestClient, n: number) {
@@ -127,31 +130,19 @@ const probes: Record<LimitName, Probe> = {
   },
   maxLinesPerFlush: {
     value: 2,
-    check: (client) => {
-      const line = Array.from({ length: 3 }, (_, i) => create(LogLineSchema, { time: t0 + BigInt(i), level: 1, logMessage: "m" }));
-      return expectOver(client.write(writeOf({ line })), "maxLinesPerFlush", 2);
-    },
+    check: (client) => expectOver(client.write(writeOf({ line: appLines(3) })), "maxLinesPerFlush", 2),
   },
   maxLineBytes: {
     value: 10,
-    check: (client) => {
-      const line = [create(LogLineSchema, { time: t0, level: 1, logMessage: "x".repeat(11) })];
-      return expectOver(client.write(writeOf({ line })), "maxLineBytes", 10);
-    },
+    check: (client) => expectOver(client.write(writeOf({ line: appLines(1, "x".repeat(11)) })), "maxLineBytes", 10),
   },
   maxRequestLines: {
     value: 2,
-    check: (client) => {
-      const line = Array.from({ length: 3 }, (_, i) => create(LogLineSchema, { time: t0 + BigInt(i), level: 1, logMessage: "m" }));
-      return expectOver(client.write(writeOf({ line })), "maxRequestLines", 2);
-    },
+    check: (client) => expectOver(client.write(writeOf({ line: appLines(3) })), "maxRequestLines", 2),
   },
   maxRequestLineBytes: {
     value: 10,
-    check: (client) => {
-      const line = [create(LogLineSchema, { time: t0, level: 1, logMessage: "x".repeat(11) })];
-      return expectOver(client.write(writeOf({ line })), "maxRequestLineBytes", 10);
-    },
+    check: (client) => expectOver(client.write(writeOf({ line: appLines(1, "x".repeat(11)) })), "maxRequestLineBytes", 10),
   },
   maxFutureSeconds: {
     value: 60,
