@@ -9,6 +9,7 @@ import { defaultLimits } from "../../limits.js";
 import type { RequestLineCap } from "../../write/request-line-cap.js";
 import { createGroupCommit, type GroupWork } from "./write/group-commit.js";
 import { createKnownKeys, type KnownKeys } from "./write/known-keys.js";
+import { createRequestEraser } from "./write/request-eraser.js";
 import { loadMeta, migrate } from "./migrate.js";
 import { createRecordReader } from "./read/record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
@@ -199,6 +200,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       listeners,
       watch,
       notes,
+      erase: createRequestEraser({ sql, layout, batcher, commit }),
     }),
     statuses: createClickHouseStatuses(sql, slots.clock, now),
     tokens: createClickHouseTokens(sql, now, lock),
