@@ -51,6 +51,8 @@ import type {
   WriteObserver,
   WriteResult,
 } from "../../src/store/store.js";
+import { ipInRanges, parseIpRange } from "../../src/domain/ip-range.js";
+import type { DeletePlan } from "../../src/query/delete-plan.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { type StatsFacts, statsFactsOf } from "../../src/write/stats-facts.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
@@ -323,6 +325,85 @@ export function describeStoreContract(name: string, open: OpenBackend, queryRuns
     describeStats(h);
     describeQueries(h, queryRuns);
     describeWriteObservers(h);
+    describeDelete(h);
+  });
+}
+
+/** The request ids of what a Read of app forge returns (in progress too), newest first. */
+async function readIds(h: Harness, init: ReadInit = {}): Promise<string[]> {
+  const pages = await h.walk({ includeIncomplete: true, count: 1000n, ...init });
+  return pages.flatMap((p) => p.records.map((r) => new TextDecoder().decode(r.log.requestId)));
+}
+
+function describeDelete(h: Harness): void {
+  describe("delete", () => {
+    const erase = (plan: Omit<DeletePlan, "appId" | "dryRun">, dryRun = false) =>
+      h.store.delete({ appId: "forge", dryRun, ...plan }, signal);
+    /** Requests from three addresses (one IPv6), a line each, ending t0 + 10 … t0 + 60. */
+    async function seedClients(): Promise<void> {
+      const ips = ["203.0.113.9", "203.0.113.200", "2001:db8::7", "198.51.100.1", "203.0.113.9", "::ffff:203.0.113.10"];
+      await h.write(
+        ...ips.map((ip, i) =>
+          minimalLog({
+            requestId: rid(`c${i}`),
+            ip,
+            endTime: t0 + BigInt(i + 1) * 10n,
+            resource: `/api/v1/teams/${i}?token=t${i}`,
+            line: [logLine(t0, 1, `line of c${i}`)],
+          }),
+        ),
+      );
+    }
+
+    it("erases the requests of an address or a range (IPv4, IPv6, mapped), with their lines, and says how many", async () => {
+      await seedClients();
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] }, true)).toBe(2);
+      expect(await readIds(h)).toHaveLength(6); // a dry run erases nothing
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5", "c3", "c2", "c1"]);
+      expect(await erase({ ips: [parseIpRange("203.0.113.0/24")!, parseIpRange("2001:db8::/32")!] })).toBe(3);
+      expect(await readIds(h)).toEqual(["c3"]);
+      expect(await h.stored("c0", "c2", "c3")).toEqual([expect.objectContaining({ ip: "198.51.100.1" })]);
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] })).toBe(0);
+    });
+
+    it("erases by id, by sort time window and by a regex on the combined line, the filters ANDed", async () => {
+      await seedClients();
+      await h.write(minimalLog({ appId: "other", requestId: rid("c1"), endTime: t0 + 20n }));
+      expect(await erase({ requestIds: [rid("c1"), rid("c2"), rid("nope")], startTime: t0 + 30n })).toBe(1);
+      expect(await readIds(h)).toEqual(["c5", "c4", "c3", "c1", "c0"]);
+      expect(await erase({ startTime: t0 + 40n, endTime: t0 + 60n })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5", "c1", "c0"]);
+      expect(await erase({ combinedRegex: "teams/[01]\\?token" })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5"]);
+      // Another app's request of the same id is not the forge's.
+      expect(await h.store.getRequests("other", [rid("c1")], signal)).toHaveLength(1);
+    });
+
+    it("erases a request in progress and one whose lines came alone; a request written again afterwards is new", async () => {
+      await h.write(minimalLog({ requestId: rid("p"), finished: false }));
+      await h.flush(requestOf("lonely"), logLine(t0, 2, "before its record"));
+      expect(await erase({ requestIds: [rid("p"), rid("lonely")] })).toBe(2);
+      expect(await readIds(h)).toEqual([]);
+      await h.flush(requestOf("lonely"), logLine(t0 + 1n, 1, "after"));
+      const [again] = await h.stored("lonely");
+      expect(again!.line.map((l) => l.logMessage)).toEqual(["after"]);
+    });
+
+    it("takes the erased requests out of Usage, Stats and Tail at once", async () => {
+      await seedClients();
+      const position = await h.store.changePosition(signal);
+      // c5's ::ffff:203.0.113.10 is an IPv4 address mapped into IPv6: in the range.
+      expect(await erase({ ips: [parseIpRange("203.0.113.0/24")!] })).toBe(4);
+      const usage = await h.usage({});
+      expect(usage.buckets.reduce((n, b) => n + b.requests, 0)).toBe(2);
+      expect(usage.buckets.reduce((n, b) => n + b.lines, 0)).toBe(2);
+      const stats = await h.store.stats(planStats(create(StatsRequestSchema, { appId: "forge", topN: 10 }), defaultLimits), signal);
+      expect(stats.clientIps.map((c) => c.name).sort()).toEqual(["198.51.100.1", "2001:db8::7"]);
+      const { records } = await h.follow(h.plan({ includeIncomplete: true }), position, 100);
+      expect(records).toEqual([]);
+      expect(await readIds(h)).toEqual(["c3", "c2"]);
+    });
   });
 }
 
@@ -755,7 +836,10 @@ function describePaging(h: Harness): void {
               expect(page.records.length).toBeLessThanOrEqual(count);
               if (page.next) expect(page.records.length).toBe(count); // no budget is hit at this size
               for (const op of between[pages - 1] ?? []) await model.apply(op);
-              for (const id of alwaysMatching) if (!model.matches(model.current(id)!, filter, false)) alwaysMatching.delete(id);
+              for (const id of alwaysMatching) {
+                const now = model.current(id);
+                if (!now || !model.matches(now, filter, false)) alwaysMatching.delete(id);
+              }
               if (!page.next || pages === 100) break;
               page = await h.store.read(h.after(page.next, init), signal);
               pages++;
@@ -806,8 +890,9 @@ const hostPatterns: [string, (host: string) => boolean][] = [["^dl\\.", (host) =
 
 /** Writes (few distinct end times: many ties) and flushes of fifteen requests. */
 const pagingOp = fc.oneof(
-  fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.boolean(), end: fc.nat(3), status: fc.nat(4), host: fc.nat(2) }),
-  fc.record({ kind: fc.constant("flush" as const), req: fc.nat(14), level: fc.nat(4) }),
+  { arbitrary: fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.boolean(), end: fc.nat(3), status: fc.nat(4), host: fc.nat(2) }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(14), level: fc.nat(4) }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant("delete" as const), req: fc.nat(14) }), weight: 1 },
 );
 type PagingOp = typeof pagingOp extends fc.Arbitrary<infer T> ? T : never;
 
@@ -843,6 +928,12 @@ function createPagingModel(h: Harness, app: string) {
       h.now += 10n;
       const id = `r${op.req}`;
       const existing = records.get(id);
+      if (op.kind === "delete") {
+        const deleted = await h.store.delete({ appId: app, requestIds: [rid(id)], dryRun: false }, signal);
+        expect(deleted).toBe(existing ? 1 : 0);
+        records.delete(id);
+        return;
+      }
       if (op.kind === "flush") {
         await h.flush(requestOf(id, { appId: app }), logLine(t0 + 5n, op.level, "m"));
         const m = existing ?? { id, version: "v1", finished: false, sortTime: h.now, status: 0, host: "", maxLevel: -1 };
@@ -1193,6 +1284,18 @@ function describeUsage(h: Harness): void {
 const total = (xs: readonly { requests: number; bytes: number; lines: number }[]) =>
   xs.reduce((s, x) => ({ requests: s.requests + x.requests, bytes: s.bytes + x.bytes, lines: s.lines + x.lines }), { requests: 0, bytes: 0, lines: 0 });
 
+/** A Delete of some of a model's requests: those of these ids, sort times and client addresses (each optional). */
+const deleteOp = fc.record(
+  {
+    kind: fc.constant("delete" as const),
+    reqs: fc.uniqueArray(fc.nat(12), { minLength: 1, maxLength: 4 }),
+    window: fc.tuple(fc.nat(6), fc.nat(6)).map(([a, b]) => [Math.min(a, b), Math.max(a, b) + 1] as [number, number]),
+    ips: fc.subarray(["10.0.0.0/31", "2001:db8::/32", "10.0.0.2", "192.0.2.1"], { minLength: 1 }),
+  },
+  { requiredKeys: ["kind"] },
+);
+type DeleteOp = typeof deleteOp extends fc.Arbitrary<infer T> ? T : never;
+
 /** One record written, with its lines. */
 const usageWrite = fc
   .tuple(fc.nat(12), fc.nat(2), fc.boolean(), fc.nat(6), fc.nat(3_599_999_999), fc.nat(3), fc.nat(40))
@@ -1219,6 +1322,7 @@ const usageOp = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(12), lines: fc.integer({ min: 1, max: 3 }), text: fc.nat(200) }), weight: 3 },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(12).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
+  { arbitrary: deleteOp.filter((d) => d.ips === undefined), weight: 1 },
 );
 type UsageOp = (typeof usageOp extends fc.Arbitrary<infer T> ? T : never) | FailingOp<UsageWrite>;
 /** The usage ops a backend is asked: with failing writes where it can inject a fault. */
@@ -1281,17 +1385,39 @@ interface UsageRecord {
 /** A model's clock moving on, or retention expiring what sorts before an hour (in the backend and the model). */
 async function passTime(
   h: Harness,
-  requests: Map<string, { sortTime: bigint }>,
-  op: { kind: "clock"; hours: number } | { kind: "expire"; beforeHour: number },
+  requests: Map<string, { sortTime: bigint; ip?: string }>,
+  op: { kind: "clock"; hours: number } | { kind: "expire"; beforeHour: number } | DeleteOp,
+  app: string,
 ): Promise<void> {
   if (op.kind === "clock") {
     h.now += BigInt(op.hours) * hourUs;
+    return;
+  }
+  if (op.kind === "delete") {
+    // Delete: by ids, a window of sort times and client addresses, ANDed; a dry run first counts the same.
+    const plan = {
+      appId: app,
+      requestIds: op.reqs?.map((n) => rid(`r${n}`)),
+      startTime: op.window && h0 + BigInt(op.window[0]) * hourUs,
+      endTime: op.window && h0 + BigInt(op.window[1]) * hourUs,
+      ips: op.ips?.map((ip) => parseIpRange(ip)!),
+    };
+    const doomed = [...requests].filter(
+      ([id, r]) =>
+        (!op.reqs || op.reqs.some((n) => `r${n}` === id)) &&
+        (!op.window || (r.sortTime >= plan.startTime! && r.sortTime < plan.endTime!)) &&
+        (!op.ips || (r.ip !== undefined && ipInRanges(r.ip, plan.ips!))),
+    );
+    expect(await h.store.delete({ ...plan, dryRun: true }, signal)).toBe(doomed.length);
+    expect(await h.store.delete({ ...plan, dryRun: false }, signal)).toBe(doomed.length);
+    for (const [id] of doomed) requests.delete(id);
     return;
   }
   const cutoff = h0 + BigInt(op.beforeHour) * hourUs;
   await h.backend.maintenance.expire(cutoff, 1_000_000, signal);
   for (const [id, r] of requests) if (r.sortTime < cutoff) requests.delete(id);
 }
+
 
 /** What one app's writes add up to, counted from what was written (as Usage defines it). */
 function createUsageModel(h: Harness, app: string) {
@@ -1327,8 +1453,8 @@ function createUsageModel(h: Harness, app: string) {
 
   return {
     async apply(op: UsageOp): Promise<void> {
-      if (op.kind === "clock" || op.kind === "expire") {
-        await passTime(h, requests, op);
+      if (op.kind === "clock" || op.kind === "expire" || op.kind === "delete") {
+        await passTime(h, requests, op, app);
       } else if (op.kind === "flush") {
         const id = `r${op.req}`;
         const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(op.text + i), 2, text(op.text)));
@@ -1923,6 +2049,7 @@ const statsOp = fc.oneof(
   },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(5).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
+  { arbitrary: deleteOp, weight: 1 },
 );
 type StatsOp = (typeof statsOp extends fc.Arbitrary<infer T> ? T : never) | FailingOp<StatsWrite>;
 /** The stats ops a backend is asked: with failing writes where it can inject a fault. */
@@ -1937,6 +2064,7 @@ const statsQuery = fc.record({
 interface StatsModelEntry {
   finished: boolean;
   sortTime: bigint;
+  ip: string;
   version: string;
   facts?: StatsFacts;
 }
@@ -1965,6 +2093,7 @@ function createStatsModel(h: Harness, app: string) {
         requests.set(id, {
           finished: op.finished,
           sortTime: op.finished ? end : h.now,
+          ip: statsIps[op.ip]!,
           version: `v${op.version}`,
           facts: op.finished ? statsFactsOf(prepared!.log) : undefined,
         });
@@ -1973,8 +2102,8 @@ function createStatsModel(h: Harness, app: string) {
   };
   return {
     async apply(op: StatsOp): Promise<void> {
-      if (op.kind === "clock" || op.kind === "expire") {
-        await passTime(h, requests, op);
+      if (op.kind === "clock" || op.kind === "expire" || op.kind === "delete") {
+        await passTime(h, requests, op, app);
       } else if (op.kind === "write") {
         const write = written(op);
         await h.store.write([write.prepared], signal);
