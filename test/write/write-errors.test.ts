@@ -95,6 +95,7 @@ const cases: [string, () => Promise<unknown>, number, string | RegExp][] = [
     Code.INVALID_ARGUMENT,
     /^log\[0\]\.line\[0\]\.time, 1000000000000000000 µs, is more than \d+ years ahead of the server's clock, over the limit max-future-seconds=86400: /,
   ],
+  ["a start time before 1970", () => write(minimalLog({ startTime: -1n, endTime: t0 })), Code.INVALID_ARGUMENT, "log[0].start_time is negative (-1)"],
   ["a negative status", () => write(minimalLog({ status: -200 })), Code.INVALID_ARGUMENT, "log[0].status is negative (-200)"],
   ["a negative response size", () => write(minimalLog({ responseSize: -1n })), Code.INVALID_ARGUMENT, "log[0].response_size is negative (-1)"],
   ["a negative latency", () => write(minimalLog({ latency: -5n, endTime: t0 + 10n })), Code.INVALID_ARGUMENT, "log[0].latency is negative (-5)"],
