@@ -86,7 +86,7 @@ async function loaded(path: string, n: number, gapUsec: number, what: string, sh
 
 /** `reqlog serve` on an existing SQLite file, scans unbounded (a bench asks for whole answers). */
 async function serveOn(path: string) {
-  const server = await startChildServer(["--db", path, "--listen", "127.0.0.1:0", "--log-level", "warn", "--read-scan-rows", "100000000", "--read-scan-ms", "600000"]);
+  const server = await startChildServer(["--db", path, "--listen", "127.0.0.1:0", "--read-scan-rows", "100000000", "--read-scan-ms", "600000"]);
   process.once("exit", () => server.process.kill("SIGKILL"));
   return { server, client: createLogServiceClient({ server: server.address }) };
 }
