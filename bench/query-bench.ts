@@ -149,10 +149,11 @@ async function day(): Promise<void> {
   const gap = Math.round(dayUs / dayN);
   const path = storePath(args["day-db"], "query-day");
   await loaded(path, dayN, gap, `${dayN.toLocaleString()} requests over one day`);
-  const { server, client } = await serveOn(path);
   const duck = await openDuckDbPeer(mkdtempSync(join(tmpdir(), "reqlog-bench-duck-")));
   console.log(`DuckDB ${duck.version}: loading the same ${dayN.toLocaleString()} requests …`);
   await duck.load(trafficRecords(dayN, 42, gap), 10_000);
+  // Served once DuckDB is loaded: a connection idle for longer than --idle-timeout (minutes of loading) is closed.
+  const { server, client } = await serveOn(path);
   try {
     for (const f of dayFilters) {
       const query = `${f.query} | stats by (ip) count() as n`;
