@@ -92,7 +92,7 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
         const chunk = list.slice(at, at + perMutation).map(sqlString);
         const uncounted = await sql.rows<{ h: string }>(
           `SELECT toString(cityHash64(name)) AS h FROM (
-             SELECT name, hour, sum(requests) != 0 OR sum(errors) != 0 AS counted FROM stats_clients
+             SELECT name, hour, (sum(requests) != 0 OR sum(errors) != 0) AS counted FROM stats_clients
              WHERE app = ${app_} AND kind = ${kind} AND name IN ${sqlList(chunk)} GROUP BY name, hour)
            GROUP BY name HAVING max(counted) = 0`,
           signal,
