@@ -35,6 +35,7 @@ export const benches: ListedBench[] = [
 /** Bench scripts `npm run bench` does not run, each with the reason it prints. */
 export const leftOut: Record<string, string> = {
   "against-build": "compares this build with another checkout's: npm run bench:against -- DIR [requests]",
+  "clickhouse-write-cpu": "reqlog's CPU a record on ClickHouse step by step, against another checkout's: npm run bench:clickhouse-write-cpu -- DIR",
   "query-bench": "Query at 10M requests against ClickHouse, whose stores take hours to seed: npm run bench:query",
   "soak-bench": "a 24-minute memory soak under mixed load: npm run bench:soak",
   "fuzz-long": "a long run of hostile messages, recorded in docs/security.md: npm run fuzz:long",
