@@ -1,6 +1,5 @@
 import type { AppLine, PreparedRecord, RequestContext } from "../../../domain/records.js";
 import { lineWireBytes, recordWireBytes } from "../../../write/wire-size.js";
-import { statsFactsOf } from "../../../write/stats-facts.js";
 import type { CommittedWrites } from "../../committed-writes.js";
 import type { NewLines } from "../../store.js";
 import {
@@ -17,7 +16,7 @@ import {
   recordColumns,
   requestKey,
 } from "../rows/request-row.js";
-import { createRollupDeltas, noRollup, type Rollup, rollupColumns, rollups, type RollupDeltas } from "./rollup-deltas.js";
+import { createRollupDeltas, noRollup, type Rollup, rollupColumns, rollups, type RollupDeltas, rowStatsFacts } from "./rollup-deltas.js";
 import { bytesToText } from "../rows/sql-literal.js";
 import { tsvNumbers, tsvStrings, tsvValue } from "../rows/tab-separated.js";
 
@@ -148,58 +147,55 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
       }
       const seq = String(nextSeq());
       const { added, totals } = addLines(key, stored, record.lines);
-      // Newly finished: not stored finished before (a finished record sent again or rewritten was).
-      if (log.finished && !(stored && stored.has_record === 1 && stored.finished === 1) && notes.watching) {
-        notes.finished({ log, facts: statsFactsOf(log), maxLevel: totals.max_level });
-      }
-      if (added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: added });
       // Set as isFieldSet has it for proto2: an own property, not undefined.
       const more =
         (Object.hasOwn(log, "moduleId") && log.moduleId !== undefined ? moduleSetFlag : 0) +
         (Object.hasOwn(log, "finished") && log.finished !== undefined ? finishedSetFlag : 0);
       const c = recordColumns(log, more);
       // Every column, in rowColumns' order: one object shape for every version written.
-      save(
-        key,
-        {
-          app: log.appId,
-          request_id: requestId,
-          rkey: stored?.rkey ?? seq,
-          created_at: stored?.created_at ?? String(at),
-          seq,
-          deleted: 0,
-          has_record: 1,
-          finished: log.finished ? 1 : 0,
-          sort_time: String(log.finished ? log.endTime : at),
-          updated_at: String(at),
-          module_id: log.moduleId,
-          version_id: log.versionId,
-          max_level: totals.max_level,
-          line_count: totals.line_count,
-          line_bytes: totals.line_bytes,
-          record_bytes: String(recordWireBytes(log)),
-          combined: combinedColumn(log, record.storedCombined === undefined),
-          set_fields: c.set_fields,
-          extra: c.extra,
-          ip: c.ip,
-          start_time: c.start_time,
-          end_time: c.end_time,
-          latency: c.latency,
-          mcycles: c.mcycles,
-          method: c.method,
-          resource: c.resource,
-          http_version: c.http_version,
-          status: c.status,
-          response_size: c.response_size,
-          referrer: c.referrer,
-          user_agent: c.user_agent,
-          url_map_entry: c.url_map_entry,
-          host: c.host,
-          replica_index: c.replica_index,
-        },
-        stored,
-        added,
-      );
+      const row: RequestRow = {
+        app: log.appId,
+        request_id: requestId,
+        rkey: stored?.rkey ?? seq,
+        created_at: stored?.created_at ?? String(at),
+        seq,
+        deleted: 0,
+        has_record: 1,
+        finished: log.finished ? 1 : 0,
+        sort_time: String(log.finished ? log.endTime : at),
+        updated_at: String(at),
+        module_id: log.moduleId,
+        version_id: log.versionId,
+        max_level: totals.max_level,
+        line_count: totals.line_count,
+        line_bytes: totals.line_bytes,
+        record_bytes: String(recordWireBytes(log)),
+        combined: combinedColumn(log, record.storedCombined === undefined),
+        set_fields: c.set_fields,
+        extra: c.extra,
+        ip: c.ip,
+        start_time: c.start_time,
+        end_time: c.end_time,
+        latency: c.latency,
+        mcycles: c.mcycles,
+        method: c.method,
+        resource: c.resource,
+        http_version: c.http_version,
+        status: c.status,
+        response_size: c.response_size,
+        referrer: c.referrer,
+        user_agent: c.user_agent,
+        url_map_entry: c.url_map_entry,
+        host: c.host,
+        replica_index: c.replica_index,
+      };
+      // Newly finished: not stored finished before (a finished record sent again or rewritten was).
+      if (log.finished && !(stored && stored.has_record === 1 && stored.finished === 1) && notes.watching) {
+        // The row's facts are the record's (its columns hold the record's values, defaults where unset), and the Stats rollup asks for them again.
+        notes.finished({ log, facts: rowStatsFacts(row), maxLevel: totals.max_level });
+      }
+      if (added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: added });
+      save(key, row, stored, added);
       return added.length;
     },
 
