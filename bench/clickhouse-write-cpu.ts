@@ -99,7 +99,7 @@ function round(path: WritePath, batches: Uint8Array[]): Record<Step, number> {
     next = cpuUs();
     t.prepare += next - at;
     at = next;
-    const writer = path.createRequestWriter({ rows: new Map(), lines: new Map() }, () => seq++, notes);
+    const writer = path.createRequestWriter({ rows: new Map(), lines: new Map() }, () => seq++, notes, path.limits);
     const now = BigInt(Date.now()) * 1000n;
     for (const record of prepared.records) writer.writeRecord(record, now);
     next = cpuUs();

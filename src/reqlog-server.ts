@@ -5,6 +5,7 @@ import { type RunningServer, type ServerOptions as GrpcServerOptions, startServe
 import { connectRoutes } from "./http/connect-service.js";
 import { type PageHandler, type RunningHttpServer, startHttpServer } from "./http/http-server.js";
 import type { Limits } from "./limits.js";
+import type { ConnectionLimits } from "./net/connection-guard.js";
 import { type AlertmanagerAlerts, createAlertmanagerAlerts } from "./alerts/alertmanager-alerts.js";
 import { type AppMetricsOptions, createMetrics, type ReqlogMetrics } from "./metrics/metrics.js";
 import { otlpHttpPage } from "./http/otlp-http.js";
@@ -29,6 +30,8 @@ export interface ReqlogServerOptions {
   /** Pages served on the HTTP port besides the RPCs and /metrics (the dashboard). */
   pages?: PageHandler[];
   limits: Limits;
+  /** Connections held on each port, their timeouts and streams per connection (defaults when unset). */
+  connections?: ConnectionLimits;
   /** Redaction and IP anonymisation of what is written (default: the built-in redaction, IPs as sent). */
   privacy?: PrivacyOptions;
   logger: Logger;
@@ -37,6 +40,11 @@ export interface ReqlogServerOptions {
   credentials?: GrpcServerOptions["credentials"];
   /** TLS files for the HTTP port (the same as the gRPC port's). */
   tls?: TlsFiles;
+  /**
+   * Why every call needs a token even while none is active (the server
+   * listens beyond loopback): it then never serves calls without one.
+   */
+  tokensRequired?: string;
   /** The rate limiter's clock (ms), for tests. */
   monotonicNow?: () => number;
   /** Which resource attributes name the app, version and module of OTLP log records. */
@@ -76,14 +84,21 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
   // The request metrics count what the store commits; the backend outlives the server (it is closed after).
   const serving = new AbortController();
   if (metrics?.writes) backend.store.observeWrites(metrics.writes, serving.signal);
-  const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
+  const auth = createAuthorizer(backend.tokens, {
+    callsPerSecond: limits.rateLimit,
+    now: options.monotonicNow,
+    tokensRequired: options.tokensRequired,
+    warn: (message) => logger.warn(message),
+  });
   const prepareWorkers = options.prepareWorkers ?? 0;
   const privacyOptions = options.privacy ?? defaultPrivacyOptions;
   const privacy = createPrivacy(privacyOptions);
   const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits, privacyOptions) : undefined;
   const alerts: AlertmanagerAlerts | undefined =
     options.alertmanager && createAlertmanagerAlerts({ ...options.alertmanager, logger });
-  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare, alerts });
+  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare, alerts,
+    audit: (message, fields) => logger.info(fields, message),
+  });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {
@@ -91,6 +106,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     shutdownTimeoutMs: options.shutdownTimeoutMs,
     logger,
     credentials: options.credentials,
+    connections: options.connections,
     observer,
   });
   let http: RunningHttpServer | undefined;
@@ -112,6 +128,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       routes: connectRoutes(service, logger, observer),
       pages,
       readMaxBytes: limits.maxMessageBytes,
+      connections: options.connections,
       tls: options.tls,
       logger,
     }).catch(async (err: unknown) => {

@@ -7,7 +7,7 @@ import { defaultLimits } from "../../src/limits.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseCluster, startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
 import { openAlternating } from "./alternating-backend.js";
-import { describeStoreContract, reopenable } from "./contract.js";
+import { clickhouseQueryRuns, describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse and ZooKeeper may first install them (apt-get): minutes on a fresh machine.
 // The paging property (100 runs of distributed inserts and reads) takes about a minute alone and
@@ -29,7 +29,7 @@ const rowsOf = async (server: number, query: string) => {
 // each test then starts from empty tables on both shards (TRUNCATE on each
 // server: distributed DDL takes ~0.1 s a statement, 40 of them per database).
 beforeAll(async () => {
-  cluster = await startClickHouseCluster({ inMemory: true });
+  cluster = await startClickHouseCluster();
   const backend = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name });
   await backend.close();
   localTables = (
@@ -97,14 +97,14 @@ describe("a ClickHouse cluster of two shards", () => {
   });
 });
 
-describeStoreContract("ClickHouse (two shards)", async (now) => {
+describeStoreContract("ClickHouse (two shards)", async (now, requestLines) => {
   await emptyShards();
-  return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now }));
-});
+  return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now, requestLines }));
+}, clickhouseQueryRuns);
 
-describeStoreContract("ClickHouse (two shards, two servers)", async (now) => {
+describeStoreContract("ClickHouse (two shards, two servers)", async (now, requestLines) => {
   await emptyShards();
   return reopenable(() =>
-    openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now })),
+    openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now, requestLines })),
   );
-});
+}, clickhouseQueryRuns);

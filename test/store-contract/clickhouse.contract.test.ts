@@ -21,7 +21,7 @@ import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
 import { openAlternating } from "./alternating-backend.js";
-import { describeStoreContract, reopenable } from "./contract.js";
+import { clickhouseQueryRuns, describeStoreContract, reopenable } from "./contract.js";
 import { planQuery } from "../../src/query/logsql/plan-query.js";
 import { referenceQuery } from "../helpers/query-reference.js";
 
@@ -35,7 +35,7 @@ vi.setConfig({ hookTimeout: 600_000, testTimeout: 360_000 });
 // every tiny insert of a test writes a part of a file per column.
 let server: ClickHouseServer;
 beforeAll(async () => {
-  server = await startClickHouse({ name: "reqlog-contract-clickhouse-", inMemory: true });
+  server = await startClickHouse({ name: "reqlog-contract-clickhouse-" });
 });
 afterAll(async () => {
   await server?.stop();
@@ -44,26 +44,26 @@ afterAll(async () => {
 let databases = 0;
 
 // A database of its own per test, as `reqlog serve --store clickhouse` opens one.
-describeStoreContract("ClickHouse (one node)", async (now) => {
+describeStoreContract("ClickHouse (one node)", async (now, requestLines) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   return reopenable(
-    () => openClickHouseBackend({ url: server.url, database, now }),
+    () => openClickHouseBackend({ url: server.url, database, now, requestLines }),
     async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
   );
-});
+}, clickhouseQueryRuns);
 
 // Two servers on one database (two backends, as two `reqlog serve` would be), every call alternating.
-describeStoreContract("ClickHouse (one node, two servers)", async (now) => {
+describeStoreContract("ClickHouse (one node, two servers)", async (now, requestLines) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   return reopenable(
-    () => openAlternating(() => openClickHouseBackend({ url: server.url, database, now })),
+    () => openAlternating(() => openClickHouseBackend({ url: server.url, database, now, requestLines })),
     async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
   );
-});
+}, clickhouseQueryRuns);
 
 describe("ClickHouse's match() with the patterns the store gives it", () => {
   /** Patterns users write in Reads (and those that once differed), and lines to try them on. */

@@ -51,7 +51,10 @@ import type {
   WriteObserver,
   WriteResult,
 } from "../../src/store/store.js";
+import { ipInRanges, parseIpRange } from "../../src/domain/ip-range.js";
+import type { DeletePlan } from "../../src/query/delete-plan.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
+import type { RequestLineCap } from "../../src/write/request-line-cap.js";
 import { type StatsFacts, statsFactsOf } from "../../src/write/stats-facts.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { describeQueries } from "./query-contract.js";
@@ -75,11 +78,15 @@ export interface OpenedBackend {
 }
 
 /**
- * Opens a backend on fresh, empty storage with `now` as its clock (µs). It
- * is called once per test (and once more by the test that needs a second,
- * separate storage); `reopen` on the result restarts the same storage.
+ * Opens a backend on fresh, empty storage with `now` as its clock (µs) and
+ * `requestLines` as what a request may hold of app lines. It is called once
+ * per test (and once more by the test that needs a second, separate
+ * storage); `reopen` on the result restarts the same storage.
  */
-export type OpenBackend = (now: () => bigint) => Promise<OpenedBackend>;
+export type OpenBackend = (now: () => bigint, requestLines: RequestLineCap) => Promise<OpenedBackend>;
+
+/** The contract's cap on a request's app lines: small, so a test reaches it. */
+const lineCap: RequestLineCap = { maxRequestLines: 1000, maxRequestLineBytes: 256 * 1024 };
 
 /**
  * An OpenedBackend on the storage `open` opens: `reopen` closes the backend
@@ -263,7 +270,7 @@ function useBackend(open: OpenBackend): Harness {
 
   beforeEach(async () => {
     h.now = t0;
-    opened = await open(() => h.now);
+    opened = await open(() => h.now, lineCap);
     offsets = createOffsetCodec(await h.store.offsetKey(signal));
   });
   afterEach(async () => {
@@ -297,6 +304,13 @@ async function writeSix(h: Harness): Promise<void> {
 }
 
 /**
+ * Random query rounds for a ClickHouse backend: a round costs about 0.3 s
+ * there (its writes and queries are HTTP calls) against a few ms on SQLite,
+ * and four ClickHouse variants run the contract.
+ */
+export const clickhouseQueryRuns = 20;
+
+/**
  * The whole contract for a backend; `queryRuns` is how many random rounds of
  * queries it checks (each writes traffic of its own app and asks a few).
  */
@@ -316,6 +330,85 @@ export function describeStoreContract(name: string, open: OpenBackend, queryRuns
     describeStats(h);
     describeQueries(h, queryRuns);
     describeWriteObservers(h);
+    describeDelete(h);
+  });
+}
+
+/** The request ids of what a Read of app forge returns (in progress too), newest first. */
+async function readIds(h: Harness, init: ReadInit = {}): Promise<string[]> {
+  const pages = await h.walk({ includeIncomplete: true, count: 1000n, ...init });
+  return pages.flatMap((p) => p.records.map((r) => new TextDecoder().decode(r.log.requestId)));
+}
+
+function describeDelete(h: Harness): void {
+  describe("delete", () => {
+    const erase = (plan: Omit<DeletePlan, "appId" | "dryRun">, dryRun = false) =>
+      h.store.delete({ appId: "forge", dryRun, ...plan }, signal);
+    /** Requests from three addresses (one IPv6), a line each, ending t0 + 10 … t0 + 60. */
+    async function seedClients(): Promise<void> {
+      const ips = ["203.0.113.9", "203.0.113.200", "2001:db8::7", "198.51.100.1", "203.0.113.9", "::ffff:203.0.113.10"];
+      await h.write(
+        ...ips.map((ip, i) =>
+          minimalLog({
+            requestId: rid(`c${i}`),
+            ip,
+            endTime: t0 + BigInt(i + 1) * 10n,
+            resource: `/api/v1/teams/${i}?token=t${i}`,
+            line: [logLine(t0, 1, `line of c${i}`)],
+          }),
+        ),
+      );
+    }
+
+    it("erases the requests of an address or a range (IPv4, IPv6, mapped), with their lines, and says how many", async () => {
+      await seedClients();
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] }, true)).toBe(2);
+      expect(await readIds(h)).toHaveLength(6); // a dry run erases nothing
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5", "c3", "c2", "c1"]);
+      expect(await erase({ ips: [parseIpRange("203.0.113.0/24")!, parseIpRange("2001:db8::/32")!] })).toBe(3);
+      expect(await readIds(h)).toEqual(["c3"]);
+      expect(await h.stored("c0", "c2", "c3")).toEqual([expect.objectContaining({ ip: "198.51.100.1" })]);
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] })).toBe(0);
+    });
+
+    it("erases by id, by sort time window and by a regex on the combined line, the filters ANDed", async () => {
+      await seedClients();
+      await h.write(minimalLog({ appId: "other", requestId: rid("c1"), endTime: t0 + 20n }));
+      expect(await erase({ requestIds: [rid("c1"), rid("c2"), rid("nope")], startTime: t0 + 30n })).toBe(1);
+      expect(await readIds(h)).toEqual(["c5", "c4", "c3", "c1", "c0"]);
+      expect(await erase({ startTime: t0 + 40n, endTime: t0 + 60n })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5", "c1", "c0"]);
+      expect(await erase({ combinedRegex: "teams/[01]\\?token" })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5"]);
+      // Another app's request of the same id is not the forge's.
+      expect(await h.store.getRequests("other", [rid("c1")], signal)).toHaveLength(1);
+    });
+
+    it("erases a request in progress and one whose lines came alone; a request written again afterwards is new", async () => {
+      await h.write(minimalLog({ requestId: rid("p"), finished: false }));
+      await h.flush(requestOf("lonely"), logLine(t0, 2, "before its record"));
+      expect(await erase({ requestIds: [rid("p"), rid("lonely")] })).toBe(2);
+      expect(await readIds(h)).toEqual([]);
+      await h.flush(requestOf("lonely"), logLine(t0 + 1n, 1, "after"));
+      const [again] = await h.stored("lonely");
+      expect(again!.line.map((l) => l.logMessage)).toEqual(["after"]);
+    });
+
+    it("takes the erased requests out of Usage, Stats and Tail at once", async () => {
+      await seedClients();
+      const position = await h.store.changePosition(signal);
+      // c5's ::ffff:203.0.113.10 is an IPv4 address mapped into IPv6: in the range.
+      expect(await erase({ ips: [parseIpRange("203.0.113.0/24")!] })).toBe(4);
+      const usage = await h.usage({});
+      expect(usage.buckets.reduce((n, b) => n + b.requests, 0)).toBe(2);
+      expect(usage.buckets.reduce((n, b) => n + b.lines, 0)).toBe(2);
+      const stats = await h.store.stats(planStats(create(StatsRequestSchema, { appId: "forge", topN: 10 }), defaultLimits), signal);
+      expect(stats.clientIps.map((c) => c.name).sort()).toEqual(["198.51.100.1", "2001:db8::7"]);
+      const { records } = await h.follow(h.plan({ includeIncomplete: true }), position, 100);
+      expect(records).toEqual([]);
+      expect(await readIds(h)).toEqual(["c3", "c2"]);
+    });
   });
 }
 
@@ -413,6 +506,32 @@ function describeWrites(h: Harness): void {
       expect(await h.write(a())).toEqual({ records: 1, lines: 0 });
       expect(await h.stored("a")).toEqual([asStored(a(), [logLine(t0 + 1n, 1, "one"), logLine(t0 + 2n, 2, "two")])]);
       expect(pageIds(await h.read({ includeIncomplete: true }))).toEqual(["a"]);
+    });
+
+    it("refuses a write that would take a request past its cap of app lines, storing none of it; lines stored already count once", async () => {
+      const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => logLine(t0 + BigInt(from + i), 1, `line ${from + i}`));
+      const max = lineCap.maxRequestLines;
+      expect(await h.flush(requestOf("big"), ...lines(0, max - 1))).toBe(max - 1);
+      // The same lines sent again are stored once, and counted once.
+      expect(await h.flush(requestOf("big"), ...lines(0, max - 1))).toBe(0);
+      const over = await failure(h.flush(requestOf("big"), ...lines(max - 1, 2)));
+      expect(over).toEqual({
+        code: Code.RESOURCE_EXHAUSTED,
+        message: `number of app lines of request "big" is ${max + 1}, over the limit max-request-lines=${max}: the lines stored before are kept; send further lines as another request`,
+      });
+      // One more fits, with the record.
+      expect(await h.write(minimalLog({ requestId: rid("big"), endTime: t0 + 5000n, line: lines(max - 1, 1) }))).toEqual({ records: 1, lines: 1 });
+      expect((await h.stored("big"))[0]!.line).toHaveLength(max);
+      expect((await failure(h.flush(requestOf("big"), ...lines(max, 1)))).code).toBe(Code.RESOURCE_EXHAUSTED);
+
+      // Bytes: five lines of 60,000 bytes are over 256 KiB, in one write or across two.
+      const wide = (from: number, n: number) => Array.from({ length: n }, (_, i) => logLine(t0 + BigInt(from + i), 1, `${from + i}`.padEnd(60_000, "x")));
+      const bytes = await failure(h.write(minimalLog({ requestId: rid("wide"), line: wide(0, 5) })));
+      expect(bytes.code).toBe(Code.RESOURCE_EXHAUSTED);
+      expect(bytes.message).toMatch(/^bytes of app lines of request "wide" is 300\d{3}, over the limit max-request-line-bytes=262144: /);
+      expect(await h.stored("wide")).toEqual([]);
+      expect(await h.flush(requestOf("wide"), ...wide(0, 4))).toBe(4);
+      expect((await failure(h.flush(requestOf("wide"), ...wide(4, 1)))).code).toBe(Code.RESOURCE_EXHAUSTED);
     });
 
     it("counts every record of a write, and only the lines that are new", async () => {
@@ -667,6 +786,27 @@ function describeReads(h: Harness): void {
 
 function describePaging(h: Harness): void {
   describe("paging", () => {
+    it("ends a page (and a batch of changes) before the record that would take it past max-read-bytes, and goes on from there", async () => {
+      const big = (i: number) => minimalLog({ requestId: rid(`b${i}`), endTime: t0 + BigInt(i), line: [logLine(t0, 1, `${i}`.padEnd(10_000, "x"))] });
+      const position = await h.store.changePosition(signal);
+      await h.write(...Array.from({ length: 7 }, (_, i) => big(i)));
+      const withLines: ReadInit = { count: 10n, includeAppLogs: true };
+      const pages = await h.walk(withLines, { maxReadBytes: 25_000 });
+      expect(pages.map(pageIds)).toEqual([["b6", "b5"], ["b4", "b3"], ["b2", "b1"], ["b0"]]);
+      // Without their lines the records are small: one page.
+      expect(pageIds(await h.read({ count: 10n }, { maxReadBytes: 25_000 }))).toEqual(["b6", "b5", "b4", "b3", "b2", "b1", "b0"]);
+      // A record over the budget alone is still returned, a page at a time.
+      expect((await h.walk(withLines, { maxReadBytes: 100 })).map(pageIds)).toEqual([["b6"], ["b5"], ["b4"], ["b3"], ["b2"], ["b1"], ["b0"]]);
+      // Request ids have no offset to go on from: over the budget they are refused, one alone is answered.
+      const ids = await failure(h.read({ requestId: [rid("b1"), rid("b2"), rid("b3")], includeAppLogs: true }, { maxReadBytes: 25_000 }));
+      expect(ids.code).toBe(Code.RESOURCE_EXHAUSTED);
+      expect(ids.message).toMatch(/^bytes of the records of these request ids is 30\d{3}, over the limit max-read-bytes=25000: ask for fewer ids at a time$/);
+      expect(pageIds(await h.read({ requestId: [rid("b1")], includeAppLogs: true }, { maxReadBytes: 100 }))).toEqual(["b1"]);
+
+      const followed = await h.follow(h.plan(withLines, { maxReadBytes: 25_000 }), position, 100);
+      expect(followed.batches.map((b) => b.records.map(idOf))).toEqual([["b0", "b1"], ["b2", "b3"], ["b4", "b5"], ["b6"]]);
+    });
+
     it("pages through every matching record once, newest first; the last page has no next", async () => {
       await writeSix(h);
       await h.write(minimalLog({ requestId: rid("r6"), endTime: t0 + 60n }), minimalLog({ appId: "other", requestId: rid("x") }));
@@ -748,7 +888,10 @@ function describePaging(h: Harness): void {
               expect(page.records.length).toBeLessThanOrEqual(count);
               if (page.next) expect(page.records.length).toBe(count); // no budget is hit at this size
               for (const op of between[pages - 1] ?? []) await model.apply(op);
-              for (const id of alwaysMatching) if (!model.matches(model.current(id)!, filter, false)) alwaysMatching.delete(id);
+              for (const id of alwaysMatching) {
+                const now = model.current(id);
+                if (!now || !model.matches(now, filter, false)) alwaysMatching.delete(id);
+              }
               if (!page.next || pages === 100) break;
               page = await h.store.read(h.after(page.next, init), signal);
               pages++;
@@ -799,8 +942,9 @@ const hostPatterns: [string, (host: string) => boolean][] = [["^dl\\.", (host) =
 
 /** Writes (few distinct end times: many ties) and flushes of fifteen requests. */
 const pagingOp = fc.oneof(
-  fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.boolean(), end: fc.nat(3), status: fc.nat(4), host: fc.nat(2) }),
-  fc.record({ kind: fc.constant("flush" as const), req: fc.nat(14), level: fc.nat(4) }),
+  { arbitrary: fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.boolean(), end: fc.nat(3), status: fc.nat(4), host: fc.nat(2) }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(14), level: fc.nat(4) }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant("delete" as const), req: fc.nat(14) }), weight: 1 },
 );
 type PagingOp = typeof pagingOp extends fc.Arbitrary<infer T> ? T : never;
 
@@ -836,6 +980,12 @@ function createPagingModel(h: Harness, app: string) {
       h.now += 10n;
       const id = `r${op.req}`;
       const existing = records.get(id);
+      if (op.kind === "delete") {
+        const deleted = await h.store.delete({ appId: app, requestIds: [rid(id)], dryRun: false }, signal);
+        expect(deleted).toBe(existing ? 1 : 0);
+        records.delete(id);
+        return;
+      }
       if (op.kind === "flush") {
         await h.flush(requestOf(id, { appId: app }), logLine(t0 + 5n, op.level, "m"));
         const m = existing ?? { id, version: "v1", finished: false, sortTime: h.now, status: 0, host: "", maxLevel: -1 };
@@ -1186,6 +1336,18 @@ function describeUsage(h: Harness): void {
 const total = (xs: readonly { requests: number; bytes: number; lines: number }[]) =>
   xs.reduce((s, x) => ({ requests: s.requests + x.requests, bytes: s.bytes + x.bytes, lines: s.lines + x.lines }), { requests: 0, bytes: 0, lines: 0 });
 
+/** A Delete of some of a model's requests: those of these ids, sort times and client addresses (each optional). */
+const deleteOp = fc.record(
+  {
+    kind: fc.constant("delete" as const),
+    reqs: fc.uniqueArray(fc.nat(12), { minLength: 1, maxLength: 4 }),
+    window: fc.tuple(fc.nat(6), fc.nat(6)).map(([a, b]) => [Math.min(a, b), Math.max(a, b) + 1] as [number, number]),
+    ips: fc.subarray(["10.0.0.0/31", "2001:db8::/32", "10.0.0.2", "192.0.2.1"], { minLength: 1 }),
+  },
+  { requiredKeys: ["kind"] },
+);
+type DeleteOp = typeof deleteOp extends fc.Arbitrary<infer T> ? T : never;
+
 /** One record written, with its lines. */
 const usageWrite = fc
   .tuple(fc.nat(12), fc.nat(2), fc.boolean(), fc.nat(6), fc.nat(3_599_999_999), fc.nat(3), fc.nat(40))
@@ -1212,6 +1374,7 @@ const usageOp = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(12), lines: fc.integer({ min: 1, max: 3 }), text: fc.nat(200) }), weight: 3 },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(12).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
+  { arbitrary: deleteOp.filter((d) => d.ips === undefined), weight: 1 },
 );
 type UsageOp = (typeof usageOp extends fc.Arbitrary<infer T> ? T : never) | FailingOp<UsageWrite>;
 /** The usage ops a backend is asked: with failing writes where it can inject a fault. */
@@ -1274,17 +1437,39 @@ interface UsageRecord {
 /** A model's clock moving on, or retention expiring what sorts before an hour (in the backend and the model). */
 async function passTime(
   h: Harness,
-  requests: Map<string, { sortTime: bigint }>,
-  op: { kind: "clock"; hours: number } | { kind: "expire"; beforeHour: number },
+  requests: Map<string, { sortTime: bigint; ip?: string }>,
+  op: { kind: "clock"; hours: number } | { kind: "expire"; beforeHour: number } | DeleteOp,
+  app: string,
 ): Promise<void> {
   if (op.kind === "clock") {
     h.now += BigInt(op.hours) * hourUs;
+    return;
+  }
+  if (op.kind === "delete") {
+    // Delete: by ids, a window of sort times and client addresses, ANDed; a dry run first counts the same.
+    const plan = {
+      appId: app,
+      requestIds: op.reqs?.map((n) => rid(`r${n}`)),
+      startTime: op.window && h0 + BigInt(op.window[0]) * hourUs,
+      endTime: op.window && h0 + BigInt(op.window[1]) * hourUs,
+      ips: op.ips?.map((ip) => parseIpRange(ip)!),
+    };
+    const doomed = [...requests].filter(
+      ([id, r]) =>
+        (!op.reqs || op.reqs.some((n) => `r${n}` === id)) &&
+        (!op.window || (r.sortTime >= plan.startTime! && r.sortTime < plan.endTime!)) &&
+        (!op.ips || (r.ip !== undefined && ipInRanges(r.ip, plan.ips!))),
+    );
+    expect(await h.store.delete({ ...plan, dryRun: true }, signal)).toBe(doomed.length);
+    expect(await h.store.delete({ ...plan, dryRun: false }, signal)).toBe(doomed.length);
+    for (const [id] of doomed) requests.delete(id);
     return;
   }
   const cutoff = h0 + BigInt(op.beforeHour) * hourUs;
   await h.backend.maintenance.expire(cutoff, 1_000_000, signal);
   for (const [id, r] of requests) if (r.sortTime < cutoff) requests.delete(id);
 }
+
 
 /** What one app's writes add up to, counted from what was written (as Usage defines it). */
 function createUsageModel(h: Harness, app: string) {
@@ -1320,8 +1505,8 @@ function createUsageModel(h: Harness, app: string) {
 
   return {
     async apply(op: UsageOp): Promise<void> {
-      if (op.kind === "clock" || op.kind === "expire") {
-        await passTime(h, requests, op);
+      if (op.kind === "clock" || op.kind === "expire" || op.kind === "delete") {
+        await passTime(h, requests, op, app);
       } else if (op.kind === "flush") {
         const id = `r${op.req}`;
         const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(op.text + i), 2, text(op.text)));
@@ -1611,7 +1796,7 @@ function describeOffsetKey(h: Harness, open: OpenBackend): void {
     });
 
     it("differs between two storages", async () => {
-      const second = await open(() => h.now);
+      const second = await open(() => h.now, lineCap);
       try {
         expect(await second.backend.store.offsetKey(signal)).not.toEqual(await h.store.offsetKey(signal));
       } finally {
@@ -1916,6 +2101,7 @@ const statsOp = fc.oneof(
   },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(5).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
+  { arbitrary: deleteOp, weight: 1 },
 );
 type StatsOp = (typeof statsOp extends fc.Arbitrary<infer T> ? T : never) | FailingOp<StatsWrite>;
 /** The stats ops a backend is asked: with failing writes where it can inject a fault. */
@@ -1930,6 +2116,7 @@ const statsQuery = fc.record({
 interface StatsModelEntry {
   finished: boolean;
   sortTime: bigint;
+  ip: string;
   version: string;
   facts?: StatsFacts;
 }
@@ -1958,6 +2145,7 @@ function createStatsModel(h: Harness, app: string) {
         requests.set(id, {
           finished: op.finished,
           sortTime: op.finished ? end : h.now,
+          ip: statsIps[op.ip]!,
           version: `v${op.version}`,
           facts: op.finished ? statsFactsOf(prepared!.log) : undefined,
         });
@@ -1966,8 +2154,8 @@ function createStatsModel(h: Harness, app: string) {
   };
   return {
     async apply(op: StatsOp): Promise<void> {
-      if (op.kind === "clock" || op.kind === "expire") {
-        await passTime(h, requests, op);
+      if (op.kind === "clock" || op.kind === "expire" || op.kind === "delete") {
+        await passTime(h, requests, op, app);
       } else if (op.kind === "write") {
         const write = written(op);
         await h.store.write([write.prepared], signal);

@@ -2,6 +2,7 @@ import { create, isFieldSet } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { defaultLimits } from "../../src/limits.js";
 import { createCommittedWrites } from "../../src/store/committed-writes.js";
 import { rowToLog } from "../../src/store/clickhouse/rows/request-row.js";
 import { createRequestWriter } from "../../src/store/clickhouse/write/request-writer.js";
@@ -19,7 +20,7 @@ describe("ClickHouse request rows", () => {
         // Often the start time is the end time less the latency: the row leaves it out then.
         if (derivedStart) log.startTime = log.endTime - log.latency;
         let seq = 1n;
-        const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, () => seq++, createCommittedWrites());
+        const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, () => seq++, createCommittedWrites(), defaultLimits);
         writer.writeRecord({ log, lines: [], storedCombined: derivedCombined ? undefined : log.combined }, at);
         const back = rowToLog(writer.changes[0]!.row);
         for (const field of kept) {

@@ -5,8 +5,11 @@ import { createCommittedWrites } from "../committed-writes.js";
 import { createClickHouseStatuses } from "./clickhouse-statuses.js";
 import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
+import { defaultLimits } from "../../limits.js";
+import type { RequestLineCap } from "../../write/request-line-cap.js";
 import { createGroupCommit, type GroupWork } from "./write/group-commit.js";
 import { createKnownKeys, type KnownKeys } from "./write/known-keys.js";
+import { createRequestEraser } from "./write/request-eraser.js";
 import { loadMeta, migrate } from "./migrate.js";
 import { createRecordReader } from "./read/record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
@@ -37,6 +40,8 @@ export interface ClickHouseBackendOptions {
    * run writes between a Read's queries, to pin down what a race can do.
    */
   interpose?: (sql: SqlClient) => SqlClient;
+  /** What one request may hold of app lines (default: the limits' defaults). */
+  requestLines?: RequestLineCap;
   /**
    * Retention or compaction that another server on the database finished
    * less than this long ago is not run again (ms; 0, the default: always
@@ -140,7 +145,17 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const notify = () => {
     for (const listener of listeners) listener();
   };
-  const commit = createGroupCommit({ sql, slots, known, feed, scope: layout.cluster === undefined ? "group" : "request", now, notes, onCommit: notify });
+  const commit = createGroupCommit({
+    sql,
+    slots,
+    known,
+    feed,
+    scope: layout.cluster === undefined ? "group" : "request",
+    now,
+    notes,
+    cap: options.requestLines ?? defaultLimits,
+    onCommit: notify,
+  });
   const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);
   const records = createRecordReader(sql);
   const marks = () => slots.marks(now());
@@ -185,6 +200,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       listeners,
       watch,
       notes,
+      erase: createRequestEraser({ sql, layout, batcher, commit }),
     }),
     statuses: createClickHouseStatuses(sql, slots.clock, now),
     tokens: createClickHouseTokens(sql, now, lock),

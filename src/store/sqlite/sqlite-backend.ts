@@ -1,12 +1,15 @@
 import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
+import { defaultLimits } from "../../limits.js";
+import type { RequestLineCap } from "../../write/request-line-cap.js";
 import type { Backend } from "../store.js";
 import { createCommittedWrites } from "../committed-writes.js";
 import { createChangeLog } from "./write/change-log.js";
 import { createKeys } from "./rows/keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
 import { createReadPool, type ReadPool } from "./read/read-pool.js";
+import { createRequestEraser } from "./write/request-eraser.js";
 import { createRequestWriter } from "./write/request-writer.js";
 import { createSqliteMaintenance } from "./retention.js";
 import { createRollups } from "./write/rollups.js";
@@ -34,6 +37,8 @@ export interface SqliteBackendOptions {
   searchIndex?: SearchIndexUse;
   /** When the search index stops indexing common grams (stop-grams.ts); tests make it quick. */
   stopGrams?: StopGramRule;
+  /** What one request may hold of app lines (default: the limits' defaults). */
+  requestLines?: RequestLineCap;
   /** Rows behind the search index's mark that make the group commit index them (write-transaction.ts). */
   searchCatchUp?: number;
 }
@@ -90,6 +95,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     groupWrites(rollups, changeLog, search, options.searchCatchUp),
   );
   const change = createWriteTransaction({ batcher, keys, strings, search, rollups, notes });
+  const eraser = createRequestEraser({ db, change, rollups, search, strings });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
@@ -100,15 +106,16 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes, options.requestLines ?? defaultLimits),
       notes,
+      erase: eraser.erase,
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
     }),
     statuses: createSqliteStatuses(db, batcher, now),
     tokens: createSqliteTokens(db, now),
-    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups, search),
+    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups, search, eraser),
     async storageBytes() {
       if (db.memory) return 0;
       let bytes = 0;
