@@ -25,6 +25,7 @@ export const benches: ListedBench[] = [
   { script: "import-bench", full: ["1000000"], quick: ["50000"] },
   { script: "middleware-bench", full: ["10", "5"], quick: ["3", "2"] },
   { script: "sdk-bench", full: ["300000", "3"], quick: ["30000", "1"] },
+  { script: "privacy-bench", full: ["200000", "1000000", "100000"], quick: ["20000", "100000", "10000"] },
   { script: "stats-bench", full: ["200000", "10000", "1000000", "10000000"], quick: ["20000", "10000", "100000"] },
   { script: "http-bench", full: ["100000", "300"], quick: ["10000", "50"] },
   { script: "clickhouse-servers-bench", full: ["200000"], quick: ["20000"] },
