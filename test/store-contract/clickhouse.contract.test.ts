@@ -421,3 +421,69 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
     }
   });
 });
+
+describe("ClickHouse migration 006 (the search index)", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+
+  it("indexes a 003 database's stored requests, so that regex Reads find them through the index, and later writes too", async () => {
+    const database = `reqlog_m006_${process.pid}`;
+    const command = (query: string) => server.client.command({ query: query.replaceAll("DB.", `${database}.`) });
+    // Scans count the rows they examine; a Read the index answers examines only its candidates.
+    let scans = 0;
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      rows(query, s) {
+        if (query.includes("AS examined")) scans++;
+        return sql.rows(query, s);
+      },
+    });
+    type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
+    let at = 0n;
+    const write = (backend: Opened, name: string, resource: string, extra: Parameters<typeof minimalLog>[0] = {}) =>
+      backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + ++at, resource, ...extra }), defaultLimits, "log")], signal);
+    const matching = async (backend: Opened, pattern: string) => {
+      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+      const before = scans;
+      const page = await backend.store.read(
+        planRead(create(LogReadRequestSchema, { appId: "forge", count: 100n, combinedLogRegex: pattern }), defaultLimits, offsets),
+        signal,
+      );
+      return { ids: page.records.map((r) => decoder.decode(r.log.requestId)).sort(), indexed: scans === before };
+    };
+    try {
+      let backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n });
+      await write(backend, "zip", "/api/v1/repos/alice/app/actions/artifacts/48213/zip");
+      await write(backend, "mod", "/api/v1/repos/ci-bot/proto/raw/go.mod", { userAgent: "curl/8.5.0" });
+      await write(backend, "nick", "/api/v1/teams/7", { nickname: "smith" }); // its line is stored whole
+      await write(backend, "gone", "/api/v1/repos/ci-bot/proto/raw/go.mod");
+      expect(await backend.maintenance.expire(t0 + 2n, 10, signal)).toBe(1); // zip: a tombstone, no postings
+      await write(backend, "zip", "/api/v1/repos/alice/app/actions/artifacts/48213/zip"); // a new incarnation
+      await backend.close();
+      // The database as migration 003 left it: no search tables, 006 not recorded.
+      for (const view of ["request_changes_7_search_postings", "request_changes_7_search_terms"]) await command(`DROP TABLE DB.${view}`);
+      for (const table of ["search_postings", "search_terms"]) await command(`DROP TABLE DB.${table}`);
+      await command("TRUNCATE TABLE DB.schema_migrations");
+      await command("INSERT INTO DB.schema_migrations (version, name) VALUES (1, '001-init'), (2, '002-positions'), (3, '003-group-rollups')");
+
+      backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose });
+      try {
+        const applied = await server.client.query({ query: `SELECT version FROM ${database}.schema_migrations ORDER BY version`, format: "JSONEachRow" });
+        expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 6 }]);
+        expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["zip"], indexed: true });
+        expect(await matching(backend, "ci-bot/proto/raw/go\\.mod")).toEqual({ ids: ["gone", "mod"], indexed: true });
+        expect(await matching(backend, "curl/8\\.5")).toEqual({ ids: ["mod"], indexed: true });
+        expect(await matching(backend, "smith")).toEqual({ ids: ["nick"], indexed: true });
+        expect(await matching(backend, "nosuchthing")).toEqual({ ids: [], indexed: true });
+        await write(backend, "new", "/api/v1/repos/bob/cli/actions/artifacts/90000/zip");
+        expect(await matching(backend, "artifacts/90000")).toEqual({ ids: ["new"], indexed: true });
+        // A pattern no index narrows still scans, and finds the same.
+        expect(await matching(backend, "\\d{5}")).toEqual({ ids: ["new", "zip"], indexed: false });
+      } finally {
+        await backend.close();
+      }
+    } finally {
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});

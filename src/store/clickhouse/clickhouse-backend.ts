@@ -10,6 +10,7 @@ import { createKnownKeys, type KnownKeys } from "./write/known-keys.js";
 import { loadMeta, migrate } from "./migrate.js";
 import { createRecordReader } from "./read/record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
+import { createSearchIndex } from "./read/search-index.js";
 import { createSnapshotPaging } from "./read/snapshot-paging.js";
 import { createSqlClient, type SqlClient } from "./sql-client.js";
 import { createTableLayout } from "./table-layout.js";
@@ -33,6 +34,12 @@ export interface ClickHouseBackendOptions {
    * run writes between a Read's queries, to pin down what a race can do.
    */
   interpose?: (sql: SqlClient) => SqlClient;
+  /**
+   * Whether regex Reads ask the search index (migration 006) for their
+   * candidates when it narrows the pattern ("auto", the default), or always
+   * scan ("never": how the tests compare the two).
+   */
+  searchIndex?: "auto" | "never";
 }
 
 /** Retention's and compaction's scans of every request may take a while on a large store. */
@@ -127,7 +134,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       seq,
       batcher,
       records,
-      paging: createSnapshotPaging(sql, records, seq, history, now),
+      paging: createSnapshotPaging(sql, records, seq, history, now, options.searchIndex === "never" ? undefined : createSearchIndex(sql)),
       changes: createTailChanges(sql, records, seq),
       offsetKey: meta.offsetKey,
       listeners,

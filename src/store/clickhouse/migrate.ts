@@ -21,9 +21,11 @@ export async function migrate(sql: SqlClient, layout: TableLayout, upTo = Infini
       await sql.command(statement);
     }
   }
-  const [applied] = await sql.rows<{ version: number }>("SELECT max(version) AS version FROM schema_migrations");
+  // Every version recorded, not the highest: migrations landed out of order
+  // (a later number first) still run on a database that has the later one.
+  const applied = new Set((await sql.rows<{ version: number }>("SELECT version FROM schema_migrations")).map((m) => m.version));
   for (const m of migrations) {
-    if (m.version <= (applied?.version ?? 0) || m.version > upTo) continue;
+    if (applied.has(m.version) || m.version > upTo) continue;
     for (const statement of m.statements(layout)) await sql.command(statement);
     await sql.insert("schema_migrations", [{ version: m.version, name: m.name }]);
   }

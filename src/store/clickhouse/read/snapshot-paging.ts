@@ -6,6 +6,7 @@ import type { ChangeSequence } from "../change-sequence.js";
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
 import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
+import type { SearchIndex } from "./search-index.js";
 import type { RequestRow } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
@@ -57,6 +58,18 @@ const scanRows = (plan: ReadPlan) => Math.min(plan.budget.rows, plan.budget.ms *
 const firstWindowUs = 60_000_000n;
 const widestWindowUs = firstWindowUs * 10n ** 7n;
 
+/**
+ * A regex Read reads its candidates from the search index when they are at
+ * most this many postings (and at most its row budget); with more, the
+ * pattern is not selective and a scan fills a page soon (as on SQLite).
+ */
+const maxCandidates = 20_000;
+/**
+ * Candidates (sort times, newest first) checked per round: a selective
+ * pattern's all fit in one; a page full of matches stops early.
+ */
+const candidatesPerRound = 2_000;
+
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
 
 /** Where paging history stands: offsets from before `floor` (a change sequence number) have expired. */
@@ -78,7 +91,15 @@ export interface PagingHistory {
  * its filters; only the matches a page can take and the last row examined
  * come back (unchangedScan), and the matching records are then read whole.
  */
-export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq: ChangeSequence, history: PagingHistory, now: Clock) {
+export function createSnapshotPaging(
+  sql: SqlClient,
+  records: RecordReader,
+  seq: ChangeSequence,
+  history: PagingHistory,
+  now: Clock,
+  /** The search index (migration 006), or none: regex Reads scan. */
+  search?: SearchIndex,
+) {
   /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
   async function changedSince(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
     // (A group being inserted may have stored its rows already, moving records
@@ -139,6 +160,8 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
     }
     const rows = scanRows(plan);
     const wanted = plan.count + 1;
+    const indexed = await indexedScan(plan, scope, after, signal);
+    if (indexed) return { found: indexed };
     const extent = (where: readonly string[], limit?: number) =>
       sql.rows<ScanExtent>(
         `SELECT count() AS examined, min((sort_time, rkey)) AS oldest FROM ` +
@@ -183,6 +206,49 @@ export function createSnapshotPaging(sql: SqlClient, records: RecordReader, seq:
     const end = last && last.sortTime === oldest.sortTime && last.rkey === oldest.rkey ? last : oldest;
     if (end === oldest) found.push(oldest);
     return { found, spentAt: examined > rows ? end : undefined };
+  }
+
+  /**
+   * The scan of unchanged records for a combined_log_regex, from its
+   * candidates in the search index (search-index.ts): the sort times under
+   * its keys, newest first from the cursor, then their positions at the
+   * snapshot (`scope`), then the latest versions of those requests tested
+   * with every filter (RE2 among them), a round of candidates at a time
+   * until the page is full. It examines only candidates, so the budget never
+   * stops it: undefined when the index cannot narrow the pattern to
+   * maxCandidates (and the budget), and a scan reads instead.
+   */
+  async function indexedScan(plan: ReadPlan, scope: readonly string[], after: ClickHouseCursor | undefined, signal: AbortSignal) {
+    if (!search || plan.combinedRegex === undefined) return undefined;
+    const limit = Math.min(maxCandidates, scanRows(plan));
+    const found = await search.keysOf(plan.appId, plan.combinedRegex, limit, signal);
+    if (!found) return undefined;
+    const hits: ScanRow[] = [];
+    if (found.keys.length === 0) return hits;
+    const range = [...timeRange(plan), ...(after ? [`sort_time <= ${sqlInt(after.sortTime)}`] : [])];
+    const times = await sql.rows<{ sort_time: string }>(
+      `SELECT DISTINCT sort_time FROM search_postings
+       WHERE ${and([`app = ${sqlString(plan.appId)}`, `key IN ${sqlList(found.keys)}`, ...range])}
+       ORDER BY sort_time DESC LIMIT ${sqlInt(limit + 1)}`,
+      signal,
+    );
+    if (times.length > limit) return undefined;
+    const filters = planFilters(plan);
+    for (let i = 0; i < times.length && hits.length < plan.count + 1; i += candidatesPerRound) {
+      const round = times.slice(i, i + candidatesPerRound).map((t) => t.sort_time);
+      const standing = await sql.rows<Hit>(
+        `SELECT sort_time, rkey, request_id, seq FROM positions FINAL WHERE ${and([...scope, `sort_time IN ${sqlList(round)}`])}`,
+        signal,
+      );
+      const latest = await records.byIds(plan.appId, standing.map((p) => p.request_id), filters, signal);
+      const matching = new Map(latest.map((r) => [r.request_id, r.seq]));
+      const matched = standing
+        .filter((p) => matching.get(p.request_id) === p.seq)
+        .map((p): ScanRow => ({ sortTime: BigInt(p.sort_time), rkey: BigInt(p.rkey), requestId: p.request_id, matches: true }))
+        .sort((a, b) => (newer(a, b) ? -1 : 1));
+      hits.push(...matched);
+    }
+    return hits.slice(0, plan.count + 1);
   }
 
   /**
