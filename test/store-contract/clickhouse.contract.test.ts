@@ -384,6 +384,7 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
         { version: 1, name: "001-init" },
         { version: 2, name: "002-positions" },
         { version: 3, name: "003-group-rollups" },
+        { version: 6, name: "006-search" },
       ]);
       expect(await columnsOf()).toEqual(expect.arrayContaining(["usage_requests", "stats_max_latency", "client_errors"]));
       expect(await columnsOf()).not.toContain("share_requests");
@@ -466,7 +467,8 @@ describe("ClickHouse migration 006 (the search index)", () => {
       await command("TRUNCATE TABLE DB.schema_migrations");
       await command("INSERT INTO DB.schema_migrations (version, name) VALUES (1, '001-init'), (2, '002-positions'), (3, '003-group-rollups')");
 
-      backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose });
+      // (The index is for ranges of more than a few thousand records: asked here whatever the range holds.)
+      backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose, searchIndex: "always" });
       try {
         const applied = await server.client.query({ query: `SELECT version FROM ${database}.schema_migrations ORDER BY version`, format: "JSONEachRow" });
         expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 6 }]);
@@ -483,6 +485,48 @@ describe("ClickHouse migration 006 (the search index)", () => {
         await backend.close();
       }
     } finally {
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse paging far above the data", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+
+  it("reads a page's windows after the first from the newest hour holding requests down to the oldest, not on from now to 19 years back", async () => {
+    const database = `reqlog_far_${process.pid}`;
+    const yearUs = 365n * 86_400_000_000n;
+    let windows = 0;
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      rows(query, s) {
+        if (query.includes("AS examined")) windows++;
+        return sql.rows(query, s);
+      },
+    });
+    // The requests ended a year before now (an old store, a Read of a quiet app).
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + yearUs, interpose });
+    try {
+      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+      for (const [name, at] of [["a", 1n], ["b", 2n], ["c", 3n]] as const) {
+        await backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + at }), defaultLimits, "log")], signal);
+      }
+      const read = (init: Parameters<typeof create<typeof LogReadRequestSchema>>[1]) =>
+        backend.store.read(planRead(create(LogReadRequestSchema, { appId: "forge", ...init }), defaultLimits, offsets), signal);
+      windows = 0;
+      const page = await read({ count: 10n });
+      expect(page.records.map((r) => decoder.decode(r.log.requestId))).toEqual(["c", "b", "a"]);
+      // The minute before now, then (from the end of the hour the requests are in) a minute, ten, a hundred:
+      // the last reaches back over that hour, the oldest (before: windows ten times wider each round from now,
+      // eight rounds to reach a year, and on down to 19 years).
+      expect(windows).toBeLessThanOrEqual(4);
+      windows = 0;
+      // Nothing below the end time (an hour before the requests'): no window after the first.
+      expect((await read({ count: 10n, endTime: t0 - 3_600_000_000n })).records).toEqual([]);
+      expect(windows).toBe(1);
+    } finally {
+      await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });

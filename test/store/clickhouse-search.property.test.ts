@@ -82,7 +82,7 @@ describe("regex Reads on ClickHouse through the search index", () => {
           },
         });
         let now = t0 + 10_000n;
-        const indexed = await openClickHouseBackend({ url: server.url, database, now: () => now, interpose });
+        const indexed = await openClickHouseBackend({ url: server.url, database, now: () => now, interpose, searchIndex: "always" });
         let scanned: Backend | undefined;
         try {
           for (const op of ops) {

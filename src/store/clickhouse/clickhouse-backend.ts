@@ -11,7 +11,7 @@ import { loadMeta, migrate } from "./migrate.js";
 import { createRecordReader } from "./read/record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
 import { createSearchIndex } from "./read/search-index.js";
-import { createSnapshotPaging } from "./read/snapshot-paging.js";
+import { createSnapshotPaging, indexFromRows } from "./read/snapshot-paging.js";
 import { createSqlClient, type SqlClient } from "./sql-client.js";
 import { createTableLayout } from "./table-layout.js";
 import { storageError } from "./storage-error.js";
@@ -36,10 +36,11 @@ export interface ClickHouseBackendOptions {
   interpose?: (sql: SqlClient) => SqlClient;
   /**
    * Whether regex Reads ask the search index (migration 006) for their
-   * candidates when it narrows the pattern ("auto", the default), or always
-   * scan ("never": how the tests compare the two).
+   * candidates when it narrows the pattern and the range holds more than a
+   * few thousand records ("auto", the default), whatever the range holds
+   * ("always"), or never ("never"): how the tests compare the two.
    */
-  searchIndex?: "auto" | "never";
+  searchIndex?: "auto" | "always" | "never";
 }
 
 /** Retention's and compaction's scans of every request may take a while on a large store. */
@@ -77,6 +78,11 @@ async function loadKnownKeys(sql: SqlClient): Promise<KnownKeys> {
   const known = createKnownKeys(Math.max(1 << 20, 2 * Number(stored!.n)));
   for await (const [app, requestId] of sql.stream("SELECT app, request_id FROM requests")) known.add(app!, requestId!);
   return known;
+}
+
+/** What regex Reads ask of the search index (ClickHouseBackendOptions.searchIndex). */
+function searchOf(sql: SqlClient, use: "auto" | "always" | "never") {
+  return use === "never" ? undefined : { index: createSearchIndex(sql), fromRows: use === "always" ? 0 : indexFromRows };
 }
 
 /**
@@ -134,7 +140,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       seq,
       batcher,
       records,
-      paging: createSnapshotPaging(sql, records, seq, history, now, options.searchIndex === "never" ? undefined : createSearchIndex(sql)),
+      paging: createSnapshotPaging(sql, records, seq, history, now, searchOf(sql, options.searchIndex ?? "auto")),
       changes: createTailChanges(sql, records, seq),
       offsetKey: meta.offsetKey,
       listeners,

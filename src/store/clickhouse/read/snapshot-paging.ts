@@ -7,6 +7,7 @@ import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
 import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
 import type { SearchIndex } from "./search-index.js";
+import { hourOf, usecPerHour } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
@@ -64,6 +65,8 @@ const widestWindowUs = firstWindowUs * 10n ** 7n;
  * pattern is not selective and a scan fills a page soon (as on SQLite).
  */
 const maxCandidates = 20_000;
+/** A range of at most this many records (by the hours it touches) is scanned, not searched in the index. */
+export const indexFromRows = 2_000;
 /**
  * Candidates (sort times, newest first) checked per round: a selective
  * pattern's all fit in one; a page full of matches stops early.
@@ -71,6 +74,13 @@ const maxCandidates = 20_000;
 const candidatesPerRound = 2_000;
 
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
+
+/** Where a scan's windows start and end, and about how many records lie between (storedSpan). */
+interface StoredSpan {
+  from: bigint;
+  oldest: bigint;
+  requests: number;
+}
 
 /** Where paging history stands: offsets from before `floor` (a change sequence number) have expired. */
 export interface PagingHistory {
@@ -97,8 +107,12 @@ export function createSnapshotPaging(
   seq: ChangeSequence,
   history: PagingHistory,
   now: Clock,
-  /** The search index (migration 006), or none: regex Reads scan. */
-  search?: SearchIndex,
+  /**
+   * The search index (migration 006) and the fewest records (by the hours
+   * a range touches) a regex Read asks it for (indexFromRows; 0: always);
+   * none: regex Reads scan.
+   */
+  search?: { index: SearchIndex; fromRows: number },
 ) {
   /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
   async function changedSince(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
@@ -106,9 +120,17 @@ export function createSnapshotPaging(
     // away from where the scan looks: they are changes past the snapshot.)
     if (snapshot >= seq.issued) return [];
     const app = sqlString(plan.appId);
+    // Not FINAL over the app (which merges every column of every row of it:
+    // seconds at 10M requests while writes go on): the ids with a version
+    // past the snapshot (one column read, the seq), then their latest
+    // versions by key. (GLOBAL: on a cluster the ids are found once, then
+    // sent to every shard.)
     const rows = await sql.rows<RequestRow>(
-      `SELECT * FROM requests FINAL
-       WHERE app = ${app} AND seq > ${sqlInt(snapshot)} AND rkey <= ${sqlInt(snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
+      `SELECT * FROM (
+         SELECT * FROM requests
+         WHERE app = ${app} AND request_id GLOBAL IN (SELECT request_id FROM requests WHERE app = ${app} AND seq > ${sqlInt(snapshot)})
+         ORDER BY request_id, seq DESC LIMIT 1 BY request_id)
+       WHERE rkey <= ${sqlInt(snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
       signal,
     );
     if (rows.length === 0) return [];
@@ -160,8 +182,16 @@ export function createSnapshotPaging(
     }
     const rows = scanRows(plan);
     const wanted = plan.count + 1;
-    const indexed = await indexedScan(plan, scope, after, signal);
-    if (indexed) return { found: indexed };
+    const bound = after?.sortTime ?? plan.endTime;
+    const from = bound ?? now();
+    if (search && plan.combinedRegex !== undefined) {
+      const span = await storedSpan(plan, from, bound !== undefined, signal);
+      if (span === null) return { found: [] };
+      // (Few rows are scanned as fast as the index is asked, and a scan is
+      // what the budget stops: as on SQLite, the index is for ranges of more.)
+      const indexed = span.requests > search.fromRows ? await indexedScan(search.index, plan, scope, after, signal) : undefined;
+      if (indexed) return { found: indexed };
+    }
     const extent = (where: readonly string[], limit?: number) =>
       sql.rows<ScanExtent>(
         `SELECT count() AS examined, min((sort_time, rkey)) AS oldest FROM ` +
@@ -183,7 +213,7 @@ export function createSnapshotPaging(
     let examined = 0;
     let oldestKey: [string, string] | undefined;
     const hits: Hit[] = [];
-    for (const window of patterns ? [[]] : scanWindows(plan, after)) {
+    for await (const window of patterns ? [[]] : scanWindows(plan, from, signal)) {
       const where = [...scope, ...window];
       // (On a cluster, each shard sums up its own rows.)
       const [[whole], found] = await Promise.all([extent(where), matchesIn(where, wanted - hits.length)]);
@@ -218,10 +248,10 @@ export function createSnapshotPaging(
    * stops it: undefined when the index cannot narrow the pattern to
    * maxCandidates (and the budget), and a scan reads instead.
    */
-  async function indexedScan(plan: ReadPlan, scope: readonly string[], after: ClickHouseCursor | undefined, signal: AbortSignal) {
-    if (!search || plan.combinedRegex === undefined) return undefined;
+  async function indexedScan(index: SearchIndex, plan: ReadPlan, scope: readonly string[], after: ClickHouseCursor | undefined, signal: AbortSignal) {
+    if (plan.combinedRegex === undefined) return undefined;
     const limit = Math.min(maxCandidates, scanRows(plan));
-    const found = await search.keysOf(plan.appId, plan.combinedRegex, limit, signal);
+    const found = await index.keysOf(plan.appId, plan.combinedRegex, limit, signal);
     if (!found) return undefined;
     const hits: ScanRow[] = [];
     if (found.keys.length === 0) return hits;
@@ -252,18 +282,61 @@ export function createSnapshotPaging(
   }
 
   /**
+   * Where a scan's windows start and how far down they need to go: `from`
+   * (the cursor, the end time, or now: not `bounded`, and then what sorts
+   * after it counts too), or the end of the newest hour below it that holds
+   * a request of the app, and the start of the oldest such hour (null: none
+   * does). So windows far
+   * above the data (an old store, a cursor after a gap) or below it (a page
+   * that is not full) cost no round trips that find nothing. Asked of
+   * usage_hourly, whose hours of sort time hold a share of every stored
+   * request (a record, or a placeholder's lines): a row per hour and
+   * version, not the requests. It is the store as it is now; a request
+   * that moved or went since the snapshot is not among the unchanged ones
+   * the windows look for anyway. With it, how many records the hours hold
+   * (more than the range: whole hours).
+   */
+  async function storedSpan(plan: ReadPlan, from: bigint, bounded: boolean, signal: AbortSignal): Promise<StoredSpan | null> {
+    // (Unbounded, from is now: the first window takes what sorts after it too.)
+    const highest = bounded ? ` AND hour <= ${sqlInt(hourOf(from))}` : "";
+    const lowest = plan.startTime === undefined ? "" : ` AND hour >= ${sqlInt(hourOf(plan.startTime))}`;
+    const [row] = await sql.rows<{ newest: string; oldest: string; hours: string; requests: string }>(
+      `SELECT max(hour) AS newest, min(hour) AS oldest, count() AS hours, sum(r) AS requests FROM (
+         SELECT hour, sum(requests) AS r FROM usage_hourly WHERE app = ${sqlString(plan.appId)}${highest}${lowest}
+         GROUP BY hour HAVING r != 0 OR sum(lines) != 0)`,
+      signal,
+    );
+    if (row!.hours === "0") return null;
+    const end = (BigInt(row!.newest) + 1n) * usecPerHour;
+    return { from: end < from ? end : from, oldest: BigInt(row!.oldest) * usecPerHour, requests: Number(row!.requests) };
+  }
+
+  /**
    * The windows of sort time a scan reads in turn, newest first, as
    * conditions: the newest minute below where it starts (the cursor, the
-   * plan's end time, or now; a first window also takes what sorts after
+   * plan's end time or now; a first window also takes what sorts after
    * now), then each ten times wider than the last, until one reaches the
    * plan's start time or spans ~19 years (the last takes all that is left).
+   * When the first window leaves the page short, the hours of requests
+   * below it are looked up (storedSpan): the windows go on from the newest
+   * of them (a minute wide again: a gap costs no round trips that find
+   * nothing) and stop at the oldest.
    */
-  function* scanWindows(plan: ReadPlan, after: ClickHouseCursor | undefined): Generator<string[]> {
-    const from = after?.sortTime ?? plan.endTime ?? now();
+  async function* scanWindows(plan: ReadPlan, start: bigint, signal: AbortSignal): AsyncGenerator<string[]> {
+    let from = start;
+    let oldest: bigint | undefined;
     let upper: bigint | undefined;
     for (let width = firstWindowUs; ; width *= 10n) {
+      if (upper !== undefined && oldest === undefined) {
+        // The first window did not fill the page: where the rest of the data lies.
+        const span = await storedSpan(plan, upper, true, signal);
+        if (span === null) return;
+        oldest = span.oldest;
+        if (span.from < upper) [from, width] = [span.from, firstWindowUs];
+      }
       const lower = from - width;
-      const last = width >= widestWindowUs || (plan.startTime !== undefined && lower <= plan.startTime);
+      const last =
+        width >= widestWindowUs || (oldest !== undefined && lower <= oldest) || (plan.startTime !== undefined && lower <= plan.startTime);
       yield [...(upper === undefined ? [] : [`sort_time < ${sqlInt(upper)}`]), ...(last ? [] : [`sort_time >= ${sqlInt(lower)}`])];
       if (last) return;
       upper = lower;
