@@ -1,6 +1,7 @@
 /**
  * Every benchmark of docs/benchmarks.md, one after another (they must not
- * share the machine's two cores), each printing its figures and baseline:
+ * share the machine's two cores), each printing its figures and baseline;
+ * those it leaves out are named first, with why (bench-list.ts):
  *   npm run bench                 full sizes (about two and a half hours on 2 cores: the 10M stores dominate)
  *   npm run bench -- --quick      small sizes, to see that each one runs
  * The output is also written to bench-results.txt.
@@ -10,27 +11,9 @@ import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { packageRoot } from "../src/package-root.js";
+import { benches, leftOut } from "./bench-list.js";
 
 const quick = process.argv.includes("--quick");
-
-/** Script, full-size arguments, quick arguments. */
-const benches: [string, string[], string[]][] = [
-  ["ingest-bench", ["2000000"], ["100000"]],
-  ["clickhouse-bench", ["1000000"], ["50000"]],
-  ["clickhouse-backend-bench", ["1000000"], ["50000"]],
-  ["search-bench", ["1000000"], ["50000"]],
-  ["search-scale-bench", ["1000000", "10000000"], ["20000", "200000"]],
-  ["tail-latency-bench", ["2000"], ["200"]],
-  ["usage-bench", ["10000", "10000000"], ["1000", "100000"]],
-  ["read-bench", ["1000000"], ["100000"]],
-  ["rss-bench", ["600"], ["20"]],
-  ["import-bench", ["1000000"], ["50000"]],
-  ["middleware-bench", ["10", "5"], ["3", "2"]],
-  ["sdk-bench", ["300000", "3"], ["30000", "1"]],
-  ["stats-bench", ["200000", "10000", "1000000", "10000000"], ["20000", "10000", "100000"]],
-  ["http-bench", ["100000", "300"], ["10000", "50"]],
-  ["dashboard-screenshot", ["--requests", "1000000", "--hours", "720", "--loads", "5"], ["--requests", "20000", "--loads", "2"]],
-];
 
 const out = createWriteStream(join(packageRoot(), "bench-results.txt"));
 const log = (text: string) => {
@@ -54,8 +37,9 @@ async function run(script: string, args: string[]): Promise<number | null> {
 
 async function main() {
   log(`reqlog benchmarks, ${new Date().toISOString()}, Node ${process.version}${quick ? " (quick sizes)" : ""}\n`);
+  for (const [script, why] of Object.entries(leftOut)) log(`left out: ${script}: ${why}\n`);
   const failed: string[] = [];
-  for (const [script, full, small] of benches) {
+  for (const { script, full, quick: small } of benches) {
     const args = quick ? small : full;
     log(`\n=== ${script} ${args.join(" ")} ===\n`);
     const started = performance.now();

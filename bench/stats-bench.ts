@@ -35,6 +35,7 @@ import { openDatabase } from "../src/store/sqlite/open-database.js";
 import { createSearchIndex } from "../src/store/sqlite/rows/search-doc.js";
 import { createStrings } from "../src/store/sqlite/rows/strings.js";
 import { createRequestWriter } from "../src/store/sqlite/write/request-writer.js";
+import { createCommittedWrites } from "../src/store/committed-writes.js";
 import { createRollups } from "../src/store/sqlite/write/rollups.js";
 import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
 import { prepareRequestLog } from "../src/write/prepare-request-log.js";
@@ -72,7 +73,7 @@ function writeRate(records: readonly PreparedRecord[], withStats: boolean): numb
   const changeLog = createChangeLog(db);
   const rollups = createRollups(db);
   const steps = withStats ? rollups : { ...rollups, moveStats: () => {} };
-  const writer = createRequestWriter(db, keys, strings, search, changeLog, steps);
+  const writer = createRequestWriter(db, keys, strings, search, changeLog, steps, createCommittedWrites());
   const call = db.transaction((batch: readonly PreparedRecord[], at: bigint) => {
     for (const record of batch) writer.writeRecord(record, at);
     steps.flush();

@@ -2,6 +2,7 @@ import ms from "ms";
 import { defaultLimits, type Limits } from "./limits.js";
 import type { SyncMode } from "./store/sqlite/open-database.js";
 import type { OtlpMapping } from "./ingest/otlp-log-records.js";
+import type { PrivacyOptions } from "./write/privacy.js";
 import type { AppMetricsOptions } from "./metrics/metrics.js";
 
 /** Everything `reqlog serve` is configured with; flags and REQLOG_* variables fill it. */
@@ -35,6 +36,8 @@ export interface ServeConfig {
   /** Serve on a non-loopback address without tokens (loudly logged). */
   allowRemoteWithoutAuth: boolean;
   limits: Limits;
+  /** Redaction and IP anonymisation of what is written (docs/privacy.md). */
+  privacy: PrivacyOptions;
   /** Which resource attributes name the app, version and module of OTLP log records. */
   otlp?: OtlpMapping;
 }

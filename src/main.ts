@@ -22,10 +22,11 @@ import {
   serveDefaults,
 } from "./config.js";
 import { loadLogMetrics } from "./metrics/log-metrics-file.js";
-import { defaultMaxSeriesPerApp } from "./metrics/metrics.js";
+import { defaultMaxSeriesPerApp, defaultMetricsMaxAge } from "./metrics/metrics.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
 import { packageRoot } from "./package-root.js";
 import type { StoreChoice } from "./cli/open-backend.js";
+import { checkRedactParam, compileRedactPattern } from "./write/privacy.js";
 
 /** Wraps a parser so commander reports its message as an invalid argument. */
 function arg<T>(parse: (text: string, what: string) => T, what: string) {
@@ -133,6 +134,16 @@ const serveCommand = program
       "REQLOG_METRICS_MAX_SERIES_PER_APP",
       parsePositiveInt,
       defaultMaxSeriesPerApp,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--metrics-max-age <duration>",
+      "requests that ended (lines written) longer ago when stored are not counted in the request and log-based metrics (0: all are)",
+      "REQLOG_METRICS_MAX_AGE",
+      parseDuration,
+      parseDuration(defaultMetricsMaxAge, "--metrics-max-age"),
+      defaultMetricsMaxAge,
     ),
   )
   .addOption(
@@ -259,6 +270,28 @@ serveCommand
   .addOption(new Option("--otlp-version-attribute <name>", "OTLP resource attribute naming the version").env("REQLOG_OTLP_VERSION_ATTRIBUTE").default(defaultOtlpMapping.versionAttribute))
   .addOption(new Option("--otlp-module-attribute <name>", "OTLP resource attribute naming the module (default: none, module default)").env("REQLOG_OTLP_MODULE_ATTRIBUTE"))
   .addOption(new Option("--otlp-default-version <id>", "version of OTLP records whose resource names none").env("REQLOG_OTLP_DEFAULT_VERSION").default(defaultOtlpMapping.defaultVersion));
+serveCommand
+  .addOption(
+    new Option("--redact-param <name>", "also redact this query parameter's value (repeatable; sig, token, password … are by default)")
+      .argParser((name: string, previous: string[] = []) => [...previous, arg(checkRedactParam, "--redact-param")(name)])
+      .default([]),
+  )
+  .addOption(
+    new Option("--redact-pattern <re2>", "also redact what this RE2 pattern matches (its groups, if it has any) in resources and app lines (repeatable)")
+      .argParser((source: string, previous: string[] = []) => {
+        arg(compileRedactPattern, "--redact-pattern")(source);
+        return [...previous, source];
+      })
+      .default([]),
+  )
+  .addOption(
+    new Option("--no-default-redaction", "do not redact the built-in credentials (only --redact-param and --redact-pattern)").env(
+      "REQLOG_NO_DEFAULT_REDACTION",
+    ),
+  )
+  .addOption(
+    new Option("--anonymize-ip", "store client IPs with the last IPv4 octet / last 80 IPv6 bits zeroed").env("REQLOG_ANONYMIZE_IP"),
+  );
 serveCommand.action(async (opts: Record<string, unknown>) => {
   const limits = Object.fromEntries(limitNames.map((n: LimitName) => [n, Number(opts[n])])) as Limits;
   await serve({
@@ -268,6 +301,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     metrics: opts.metrics !== false,
     appMetrics: {
       maxSeriesPerApp: opts.metricsMaxSeriesPerApp as number,
+      maxAgeMs: opts.metricsMaxAge as number,
       apps: opts.requestMetricsApps as string[] | undefined,
       skipApps: opts.requestMetricsSkipApps as string[] | undefined,
       logMetrics: opts.logMetrics === undefined ? undefined : loadLogMetrics(opts.logMetrics as string),
@@ -287,6 +321,12 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
       clientCa: opts.tlsClientCa as string | undefined,
     },
     limits,
+    privacy: {
+      defaultRedaction: opts.defaultRedaction !== false,
+      redactParams: opts.redactParam as string[],
+      redactPatterns: opts.redactPattern as string[],
+      anonymizeIp: Boolean(opts.anonymizeIp),
+    },
     otlp: {
       appAttribute: opts.otlpAppAttribute as string,
       versionAttribute: opts.otlpVersionAttribute as string,

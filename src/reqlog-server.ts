@@ -1,8 +1,7 @@
-import type { ServerCredentials } from "@grpc/grpc-js";
 import type { Logger } from "pino";
 import { createAuthorizer } from "./auth/authorizer.js";
 import type { TlsFiles } from "./config.js";
-import { type RunningServer, startServer } from "./grpc/server.js";
+import { type RunningServer, type ServerOptions as GrpcServerOptions, startServer } from "./grpc/server.js";
 import { connectRoutes } from "./http/connect-service.js";
 import { type PageHandler, type RunningHttpServer, startHttpServer } from "./http/http-server.js";
 import type { Limits } from "./limits.js";
@@ -14,6 +13,7 @@ import { noObserver } from "./service/call-outcome.js";
 import { createLogService, type LogServiceCore } from "./service/log-service.js";
 import type { Backend } from "./store/store.js";
 import { createPreparePool, type PreparePool } from "./write/prepare-pool.js";
+import { createPrivacy, defaultPrivacyOptions, type PrivacyOptions } from "./write/privacy.js";
 
 export interface ReqlogServerOptions {
   /** HOST:PORT of the gRPC port (port 0 picks a free one). */
@@ -29,10 +29,12 @@ export interface ReqlogServerOptions {
   /** Pages served on the HTTP port besides the RPCs and /metrics (the dashboard). */
   pages?: PageHandler[];
   limits: Limits;
+  /** Redaction and IP anonymisation of what is written (default: the built-in redaction, IPs as sent). */
+  privacy?: PrivacyOptions;
   logger: Logger;
   shutdownTimeoutMs: number;
   /** TLS for the gRPC port; plaintext when unset. */
-  credentials?: ServerCredentials;
+  credentials?: GrpcServerOptions["credentials"];
   /** TLS files for the HTTP port (the same as the gRPC port's). */
   tls?: TlsFiles;
   /** The rate limiter's clock (ms), for tests. */
@@ -71,12 +73,17 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       ? createMetrics({ openTails: () => tails(), storageBytes: backend.storageBytes?.bind(backend) }, options.appMetrics, logger)
       : undefined;
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
+  // The request metrics count what the store commits; the backend outlives the server (it is closed after).
+  const serving = new AbortController();
+  if (metrics) backend.store.observeWrites(metrics.writes, serving.signal);
   const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
   const prepareWorkers = options.prepareWorkers ?? 0;
-  const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits) : undefined;
+  const privacyOptions = options.privacy ?? defaultPrivacyOptions;
+  const privacy = createPrivacy(privacyOptions);
+  const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits, privacyOptions) : undefined;
   const alerts: AlertmanagerAlerts | undefined =
     options.alertmanager && createAlertmanagerAlerts({ ...options.alertmanager, logger });
-  const service = createLogService({ store, statuses: backend.statuses, limits, auth, otlp: options.otlp, prepare, alerts });
+  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare, alerts });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {
@@ -110,6 +117,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     }).catch(async (err: unknown) => {
       await grpc.shutdown();
       alerts?.close();
+      serving.abort();
       throw err;
     });
   }
@@ -122,6 +130,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     async shutdown() {
       await Promise.all([grpc.shutdown(), http?.close(options.shutdownTimeoutMs)]);
       alerts?.close();
+      serving.abort();
       await prepare?.close();
     },
   };

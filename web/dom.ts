@@ -51,14 +51,19 @@ export function emptyNote(text: string): HTMLElement {
   return h("p", { class: "note empty" }, text);
 }
 
-/** The server's message as it sent it (an invalid regex shows RE2's words), and what to do about an auth failure. */
+/**
+ * The server's message as it sent it (an invalid regex shows RE2's words), and what to do about a refused
+ * token. A missing token is no error of the panel's: every panel fails alike, so each says so calmly and the
+ * one prompt is the token panel's (header.ts), not a red box per panel.
+ */
 export function problemNote(problem: CallProblem, context: string): HTMLElement {
+  if (problem.code === Code.Unauthenticated) {
+    return h("p", { class: "note hint" }, "This view needs an access token: paste one in the Token panel above.");
+  }
   const hint =
-    problem.code === Code.Unauthenticated
-      ? "This server needs an access token: set one with the Token button (top right)."
-      : problem.code === Code.PermissionDenied
-        ? "The token does not give access to this: ask for a token with the read:logs scope for this app."
-        : undefined;
+    problem.code === Code.PermissionDenied
+      ? "The token does not give access to this: ask for a token with the read:logs scope for this app."
+      : undefined;
   return h(
     "div",
     { class: "problem", role: "alert" },

@@ -42,6 +42,14 @@ export function formatMicros(us: number | bigint): string {
   return `${formatRate(n / 1_000_000)} s`;
 }
 
+/**
+ * A finished request's latency, or "no latency" when it has none: a request does not finish in 0 µs, so 0 is a
+ * writer that did not know it (an access log without $request_time, whose start is its end).
+ */
+export function formatLatency(latency: bigint): string {
+  return latency === 0n ? "no latency" : formatMicros(latency);
+}
+
 /** Microseconds since the epoch → "2026-11-18 12:00:03.250" (UTC). */
 export function formatTimeMicros(us: bigint): string {
   const ms = Number(us / 1000n);

@@ -68,9 +68,15 @@ export function createHeader(ctx: ViewContext, refresh: () => void) {
   const to = h("input", { type: "datetime-local", id: "to", title: "To (UTC)" });
   const custom = h("span", { class: "custom-range" }, from, h("span", { class: "dim" }, "–"), to, h("span", { class: "dim" }, "UTC"));
   const token = h("input", { type: "password", id: "token", placeholder: "rql_…", autocomplete: "off", size: 28 });
+  const prompt = h(
+    "p",
+    { class: "prompt", role: "alert", hidden: true },
+    "This server needs an access token. Paste one made with reqlog token create --scope read:logs, then Use.",
+  );
   const tokenPanel = h(
     "form",
     { class: "token-panel", hidden: true },
+    prompt,
     h("label", { for: "token" }, "Access token"),
     token,
     h("button", { type: "submit" }, "Use"),
@@ -93,6 +99,7 @@ export function createHeader(ctx: ViewContext, refresh: () => void) {
     token.value = value;
     showTokenButton();
     tokenPanel.hidden = true;
+    prompt.hidden = true;
     reload();
   };
   const showTokenButton = () => {
@@ -159,6 +166,7 @@ export function createHeader(ctx: ViewContext, refresh: () => void) {
     element,
     openTokenPanel() {
       tokenPanel.hidden = false;
+      prompt.hidden = false;
       token.focus();
     },
     sync(state: ViewState) {

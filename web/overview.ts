@@ -8,6 +8,7 @@ import { formatBytes, formatCount, formatHour, formatMicros, formatPercent, form
 import { type StatsSeries, statsSeries, type UsageSeries, usageSeries } from "./series.js";
 import { bucketSeconds, bucketStarts, type HourRange, hourRange, rangeSeconds } from "./time-range.js";
 import { renderTopClients, renderTopRoutes } from "./top-lists.js";
+import { emptyRangeNote } from "./newest-request.js";
 import { changed, selectionKeys, showProblem, type ViewMount } from "./view-context.js";
 import type { ViewState } from "./view-state.js";
 
@@ -277,6 +278,7 @@ export const mountOverview: ViewMount = (root, ctx) => {
       .then(
         (answer) => {
           usage = usageSeries(r, answer);
+          if (usage.totals.requests === 0) fill(banner, emptyRangeNote(ctx, state, "No requests in this range."));
           redraw();
         },
         (err: unknown) => {
@@ -292,6 +294,11 @@ export const mountOverview: ViewMount = (root, ctx) => {
       const problem = describeError(err);
       const unserved = problem.code === Code.Unimplemented;
       setState(routes, "error");
+      if (problem.code === Code.Unauthenticated) {
+        // Usage failed alike: its panel says so once, and the token panel asks.
+        fill(routes);
+        return;
+      }
       fill(routes, unserved ? emptyNote("Top routes need the Stats RPC.") : problemNote(problem, "Cannot load the top routes"));
       if (stats !== undefined) return; // the charts have their figures: only the top lists failed
       stats = { problem: problem.message };

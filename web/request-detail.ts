@@ -1,7 +1,7 @@
 import { isFieldSet } from "@bufbuild/protobuf";
 import { type RequestLog, RequestLogSchema } from "../gen/reqlog/v1/log_service_pb.js";
 import { emptyNote, fill, h } from "./dom.js";
-import { formatBytes, formatMicros, formatRequestId, formatTimeMicros } from "./format.js";
+import { formatBytes, formatLatency, formatMicros, formatRequestId, formatTimeMicros } from "./format.js";
 import { fromBase64Url } from "./ids.js";
 import { levelBadge, statusClassName } from "./request-row.js";
 import { panelTask, type ViewContext } from "./view-context.js";
@@ -17,7 +17,7 @@ function fields(log: RequestLog): Field[] {
     ["Module / version", `${log.moduleId} / ${log.versionId}`],
     ["Started", `${formatTimeMicros(log.startTime)} UTC`],
     ["Ended", log.finished ? `${formatTimeMicros(log.endTime)} UTC` : "in progress"],
-    ["Latency", log.finished ? formatMicros(log.latency) : undefined],
+    ["Latency", log.finished ? formatLatency(log.latency) : undefined],
     ["Response size", formatBytes(log.responseSize)],
     ["Client IP", text("ip", log.ip)],
     ["Host", text("host", log.host)],

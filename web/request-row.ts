@@ -1,6 +1,6 @@
 import type { RequestLog } from "../gen/reqlog/v1/log_service_pb.js";
 import { h } from "./dom.js";
-import { formatBytes, formatMicros, formatRequestId, formatTimeMicros, levelName } from "./format.js";
+import { formatBytes, formatLatency, formatRequestId, formatTimeMicros, levelName } from "./format.js";
 import { toBase64Url } from "./ids.js";
 
 /** Column titles and the class of their cells (widths in style.css). */
@@ -55,7 +55,7 @@ export function requestRow(log: RequestLog, selected: boolean, open: (id: string
     h("td", { class: "status-cell" }, log.finished ? h("span", { class: `status ${statusClassName(log.status)}` }, log.status) : h("span", { class: "status live" }, "in progress")),
     h("td", { class: "method" }, log.method),
     h("td", { class: "resource", title: log.resource }, log.resource),
-    h("td", { class: "num latency" }, log.finished ? formatMicros(log.latency) : "–"),
+    h("td", { class: "num latency" }, log.finished ? formatLatency(log.latency) : "–"),
     h("td", { class: "num size" }, formatBytes(log.responseSize)),
     h("td", { class: "host" }, log.host ?? ""),
     h("td", { class: "version" }, log.moduleId === "default" ? log.versionId : `${log.moduleId}:${log.versionId}`),

@@ -4,6 +4,7 @@ import { emptyNote, fill, h } from "./dom.js";
 import { readFilters } from "./filters.js";
 import { levelNames } from "../src/domain/levels.js";
 import { fromBase64Url, toBase64Url } from "./ids.js";
+import { emptyRangeNote } from "./newest-request.js";
 import { createRequestDetail } from "./request-detail.js";
 import { requestRow, requestTable } from "./request-row.js";
 import { rangeSeconds } from "./time-range.js";
@@ -119,13 +120,11 @@ export const mountSearch: ViewMount = (root, ctx) => {
         if (answer.log.length === 0) {
           fill(
             results,
-            emptyNote(
-              answer.offset
-                ? "Nothing matched in the part read so far (a Read stops after its scan budget); older requests may still match."
-                : state.regex || state.host || state.level !== undefined
-                  ? "No requests match these filters in this range."
-                  : "No requests in this range.",
-            ),
+            answer.offset
+              ? emptyNote("Nothing matched in the part read so far (a Read stops after its scan budget); older requests may still match.")
+              : state.regex || state.host || state.level !== undefined
+                ? emptyNote("No requests match these filters in this range.")
+                : emptyRangeNote(ctx, state, "No requests in this range."),
             pager(state, answer),
           );
           return "empty";

@@ -1,6 +1,7 @@
 import { create, type DescMessage, toBinary } from "@bufbuild/protobuf";
 import { Client, credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import {
+  AlertsRequestSchema,
   FlushRequestSchema,
   IngestRequestSchema,
   RequestLinesSchema,
@@ -10,10 +11,12 @@ import {
   LogUsageRequestSchema,
   RequestLogSchema,
   SetStatusRequestSchema,
+  StatsRequestSchema,
   UserAppLogGroupSchema,
   UserAppLogLineSchema,
   WriteRequestSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
+import { ExportLogsServiceRequestSchema } from "../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb.js";
 import { createRandom } from "../forge-traffic.js";
 
 const t0 = 1_795_000_000_000_000n;
@@ -31,8 +34,30 @@ const group = toBinary(UserAppLogGroupSchema, create(UserAppLogGroupSchema, {
   logLine: [create(UserAppLogLineSchema, { timestampUsec: t0, level: 2n, message: "m\u00e9" })],
 }));
 
-/** A valid request for each RPC: what the mutations start from. */
-const seeds: { method: string; stream: boolean | "bidi"; schema: DescMessage; bytes: Uint8Array }[] = [
+/** An OTLP export of one request record and one app line (service.name picks the app). */
+const otlpExport = create(ExportLogsServiceRequestSchema, {
+  resourceLogs: [{
+    resource: { attributes: [{ key: "service.name", value: { value: { case: "stringValue", value: "fuzz" } } }] },
+    scopeLogs: [{
+      logRecords: [
+        {
+          timeUnixNano: t0 * 1000n,
+          traceId: new Uint8Array(16).fill(7),
+          body: { value: { case: "stringValue", value: "GET /api/v1/teams/1 \u00e9" } },
+          attributes: [
+            { key: "http.request.method", value: { value: { case: "stringValue", value: "GET" } } },
+            { key: "url.path", value: { value: { case: "stringValue", value: "/api/v1/teams/1" } } },
+            { key: "http.response.status_code", value: { value: { case: "intValue", value: 200n } } },
+          ],
+        },
+        { timeUnixNano: t0 * 1000n + 1n, traceId: new Uint8Array(16).fill(7), body: { value: { case: "stringValue", value: "caf\u00e9" } } },
+      ],
+    }],
+  }],
+});
+
+/** A valid request for each RPC (the LogService's and OTLP's Export): what the mutations start from. */
+const seeds: { method: string; service?: string; stream: boolean | "bidi"; schema: DescMessage; bytes: Uint8Array }[] = [
   {
     method: "Ingest",
     stream: "bidi",
@@ -50,7 +75,24 @@ const seeds: { method: string; stream: boolean | "bidi"; schema: DescMessage; by
   { method: "Usage", stream: false, schema: LogUsageRequestSchema, bytes: toBinary(LogUsageRequestSchema, create(LogUsageRequestSchema, { appId: "fuzz", resolutionHours: 2 })) },
   { method: "ListStatus", stream: false, schema: ListStatusRequestSchema, bytes: toBinary(ListStatusRequestSchema, create(ListStatusRequestSchema, { appId: "fuzz" })) },
   { method: "Tail", stream: true, schema: LogReadRequestSchema, bytes: toBinary(LogReadRequestSchema, create(LogReadRequestSchema, { appId: "fuzz" })) },
+  {
+    method: "Stats",
+    stream: false,
+    schema: StatsRequestSchema,
+    bytes: toBinary(StatsRequestSchema, create(StatsRequestSchema, { appId: "fuzz", resolutionHours: 1, topN: 3, excludeUserAgentRegex: "(?i)bot\u00e9" })),
+  },
+  { method: "Alerts", stream: false, schema: AlertsRequestSchema, bytes: toBinary(AlertsRequestSchema, create(AlertsRequestSchema, { appId: "fuzz\u00e9", startTime: t0 / 1_000_000n })) },
+  {
+    method: "Export",
+    service: "opentelemetry.proto.collector.logs.v1.LogsService",
+    stream: false,
+    schema: ExportLogsServiceRequestSchema,
+    bytes: toBinary(ExportLogsServiceRequestSchema, otlpExport),
+  },
 ];
+
+/** Every RPC the fuzzer sends to, as service/method: the fuzz test checks it is every RPC served. */
+export const fuzzedRpcs = seeds.map((s) => `${s.service ?? "reqlog.v1.LogService"}/${s.method}`);
 
 type Random = ReturnType<typeof createRandom>;
 
@@ -98,6 +140,8 @@ export interface FuzzReport {
   sent: number;
   /** Replies by gRPC status name. */
   codes: Record<string, number>;
+  /** Messages sent, by method. */
+  byMethod: Record<string, number>;
   /** Calls answered INTERNAL or UNKNOWN: bugs. */
   failures: { method: string; kind: string; code: string; details: string }[];
   /**
@@ -130,12 +174,12 @@ export async function fuzz(server: string | Client, count: number, seed = 1, con
 
 async function fuzzWith(client: Client, count: number, seed: number, concurrency: number): Promise<FuzzReport> {
   const r = createRandom(seed);
-  const report: FuzzReport = { sent: 0, codes: {}, failures: [], transportResets: 0, seconds: 0 };
+  const report: FuzzReport = { sent: 0, codes: {}, byMethod: {}, failures: [], transportResets: 0, seconds: 0 };
   const started = performance.now();
   const one = async (): Promise<void> => {
     const target = r.pick(seeds);
     const { kind, bytes } = hostile(r, target.bytes);
-    const path = `/reqlog.v1.LogService/${target.method}`;
+    const path = `/${target.service ?? "reqlog.v1.LogService"}/${target.method}`;
     const md = metadataFor(r, target.method);
     const code = await new Promise<number>((resolve) => {
       const done = (err: ServiceError | null) => {
@@ -168,6 +212,7 @@ async function fuzzWith(client: Client, count: number, seed: number, concurrency
       }
     });
     report.sent++;
+    report.byMethod[target.method] = (report.byMethod[target.method] ?? 0) + 1;
     if (code >= 0) report.codes[codeName(code)] = (report.codes[codeName(code)] ?? 0) + 1;
   };
   let next = 0;

@@ -1,5 +1,5 @@
 import { ReqlogError } from "../reqlog-error.js";
-import type { CallMetadata } from "../service/call-context.js";
+import type { CallMetadata } from "../domain/call-metadata.js";
 import type { TokenInfo, TokenStore } from "../store/store.js";
 
 /** Who is calling: a token, or anyone while no token is configured (loopback only). */

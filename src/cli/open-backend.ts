@@ -18,7 +18,8 @@ export interface StoreChoice {
 export function openBackend(choice: StoreChoice): Promise<Backend> {
   if (choice.store === "clickhouse") {
     const { url, database } = choice.clickhouse;
-    return openClickHouseBackend({ ...choice.clickhouse, now: systemClock }).catch((err: unknown) => {
+    // Housekeeping runs every minute on each server; one run a minute is enough for all of them.
+    return openClickHouseBackend({ ...choice.clickhouse, now: systemClock, maintenanceEveryMs: 55_000 }).catch((err: unknown) => {
       const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : "";
       throw new Error(`cannot open the ClickHouse store ${url}, database ${database}: ${(err as Error).message}${cause}`, { cause: err });
     });

@@ -9,7 +9,7 @@ import {
 import { parseDuration } from "../config.js";
 import { maxCount } from "../query/read-plan.js";
 import { levelNames } from "../domain/levels.js";
-import { callFailure, type ClientOptions, createLogServiceClient } from "../client/log-service-client.js";
+import { callFailure, type ClientOptions, createLogServiceClient, type LogServiceClient } from "../client/log-service-client.js";
 
 export type OutputFormat = "combined" | "json" | "table";
 
@@ -62,13 +62,24 @@ export function formatRequest(log: RequestLog, output: OutputFormat): string {
     case "table": {
       const time = isoTime(log.endTime > 0n ? log.endTime : log.startTime);
       const state = log.finished ? String(log.status) : "...";
-      return [time, state.padEnd(3), log.method.padEnd(6), `${log.latency / 1000n}ms`.padStart(7), `${log.moduleId}:${log.versionId}`, log.resource].join("  ");
+      // A finished request with no latency is one whose writer did not know it (an access log without $request_time).
+      const latency = log.finished && log.latency === 0n ? "-" : `${log.latency / 1000n}ms`;
+      return [time, state.padEnd(6), log.method.padEnd(6), latency.padStart(7), `${log.moduleId}:${log.versionId}`, log.resource].join("  ");
     }
     default: {
       const lines = log.line.map((l) => `\t${isoTime(l.time)} ${levelNames[l.level] ?? l.level} ${l.logMessage}`);
       return [log.combined, ...lines].join("\n");
     }
   }
+}
+
+/** The header line of `--output table`, over the columns formatRequest prints. */
+export const tableHeader = ["time (UTC)".padEnd(24), "status", "method", "latency", "module:version", "resource"].join("  ");
+
+/** The newest request stored for the app, whatever the filters: what an empty answer is told against. */
+async function newestOf(client: LogServiceClient, app: string): Promise<RequestLog | undefined> {
+  const page = await client.read(create(LogReadRequestSchema, { appId: app, count: 1n, includeIncomplete: true }));
+  return page.log[0];
 }
 
 function readRequest(options: ReadOptions, nowMs: number) {
@@ -100,7 +111,11 @@ function readRequest(options: ReadOptions, nowMs: number) {
  * as needed, printed oldest first (like tail); with --follow it then prints
  * new matching requests as they are committed, until interrupted.
  */
-export async function readCommand(options: ReadOptions, print: (text: string) => void = (t) => process.stdout.write(`${t}\n`)): Promise<void> {
+export async function readCommand(
+  options: ReadOptions,
+  print: (text: string) => void = (t) => process.stdout.write(`${t}\n`),
+  note: (text: string) => void = (t) => process.stderr.write(`${t}\n`),
+): Promise<void> {
   const client = createLogServiceClient(options);
   try {
     const base = readRequest(options, Date.now());
@@ -114,6 +129,16 @@ export async function readCommand(options: ReadOptions, print: (text: string) =>
       found.push(...page.log);
       offset = page.offset?.requestId;
     } while (offset && found.length < options.limit);
+    if (found.length === 0) {
+      // Silence would look the same for a misspelt app and for filters that match nothing: say which it is.
+      const newest = await newestOf(client, options.app);
+      note(
+        newest === undefined
+          ? `no requests are stored for app "${options.app}"${options.follow ? " yet; following" : ": check --app (the app_id your servers write)"}`
+          : `no requests of app "${options.app}" match; its newest is from ${isoTime(newest.endTime > 0n ? newest.endTime : newest.startTime)}`,
+      );
+    }
+    if (options.output === "table" && (found.length > 0 || options.follow)) print(tableHeader);
     for (const log of found.reverse()) print(formatRequest(log, options.output));
 
     if (options.follow) {

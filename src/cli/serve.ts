@@ -37,6 +37,7 @@ export async function serve(config: ServeConfig): Promise<void> {
     pages: config.httpListen !== undefined ? [dashboardPages()] : undefined,
     tls: config.tls,
     limits: config.limits,
+    privacy: config.privacy,
     otlp: config.otlp,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
     logger,
@@ -88,6 +89,10 @@ export async function serve(config: ServeConfig): Promise<void> {
       retentionMs: config.retentionMs,
       tls: config.tls.cert !== undefined,
       tokens: tokensConfigured,
+      redaction: config.privacy.defaultRedaction ? "default" : "off",
+      redactParams: config.privacy.redactParams.length > 0 ? config.privacy.redactParams : undefined,
+      redactPatterns: config.privacy.redactPatterns.length || undefined,
+      anonymizeIp: config.privacy.anonymizeIp,
     },
     "reqlog serving",
   );

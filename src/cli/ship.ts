@@ -96,7 +96,7 @@ export async function shipCommand(files: string[], options: ShipOptions, output:
         yield { records, meta: { position: { path: chunk.path, identity: chunk.identity, offset: chunk.end, line: chunk.firstLine - 1 + chunk.lines.length } } };
       }
     }
-    say(`following ${files.join(", ")} (state: ${statePath})`);
+    say(`${options.follow ? "following" : "shipping"} ${files.join(", ")} (state: ${statePath})`);
     await sendBatches(
       batches(),
       (meta, ack) => {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { SecureClientSessionOptions } from "node:http2";
-import { type Client, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
 import { createServerPool } from "./server-pool.js";
@@ -98,8 +98,20 @@ export function createLogServiceClient(options: ClientOptions): LogServiceClient
   return Object.assign(client, { close: () => pool.close() });
 }
 
-/** The message of a failed call, for a CLI error line. */
+/**
+ * The message of a failed call, for a CLI error line, in the CLI's terms: the server names call metadata (its
+ * callers are grpcurl and SDKs too), the CLI names its own flag and variable.
+ */
 export function callFailure(err: unknown): string {
-  if (err instanceof ConnectError) return err.rawMessage || `status ${err.code}`;
-  return err instanceof Error ? err.message : String(err);
+  if (err instanceof ConnectError) {
+    if (err.code === Code.Unauthenticated) {
+      const reason = err.rawMessage.startsWith("missing access token") ? "this server needs an access token" : err.rawMessage;
+      return `${reason}: give one with --token or REQLOG_TOKEN`;
+    }
+    if (err.code === Code.PermissionDenied) return `${err.rawMessage} (the token given with --token or REQLOG_TOKEN)`;
+    return err.rawMessage || `status ${Code[err.code]}`;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  // No server at the address: say which setting names it.
+  return /ECONNREFUSED|ENOTFOUND|EHOSTUNREACH/.test(message) ? `${message} (is reqlog serving there? --server or REQLOG_SERVER)` : message;
 }

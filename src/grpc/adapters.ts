@@ -8,20 +8,26 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import type { Logger } from "pino";
-import { Code } from "../reqlog-error.js";
-import { type CallMetadata, type OpenCall, openCall } from "../service/call-context.js";
+import type { CallMetadata } from "../domain/call-metadata.js";
+import type { ReqlogError } from "../reqlog-error.js";
 import { type CallObserver, noObserver } from "../service/call-outcome.js";
+import { createCallRunner, oneRequest, unaryReply } from "../service/call-runner.js";
 import type { DescService } from "@bufbuild/protobuf";
 import type { Access, Authorizer } from "../auth/authorizer.js";
 import { type LogServiceCore, LogService, methodAccess } from "../service/log-service.js";
 import type { Decoded } from "./service-definition.js";
-import { failure } from "./status-metadata.js";
+import { toServiceError } from "./status-metadata.js";
 
 /** The parts of a grpc-js call every kind of call has. */
 interface AnyCall {
   readonly cancelled: boolean;
   readonly metadata: Metadata;
   once(event: "cancelled", listener: () => void): unknown;
+}
+
+/** A server or bidi stream of grpc-js, as far as serving it goes. */
+interface StreamCall extends AnyCall {
+  sendMetadata(metadata: Metadata): void;
 }
 
 function callMetadata(metadata: Metadata): CallMetadata {
@@ -59,19 +65,23 @@ function send(call: ServerWritableStream<unknown, unknown>, message: unknown, si
 }
 
 /**
- * Pulls a handler's replies one at a time and writes each under flow control;
- * the handler is authorized before its first reply goes out. When the call
- * ends early the iterator is returned, so the handler's `finally` runs.
+ * Pulls a call's replies one at a time and writes each under flow control.
+ * A write that fails is thrown into the runner (which logs it and ends the
+ * call with it); when the call ends early the iterator is returned, so the
+ * handler's `finally` runs.
  */
-async function pump(replies: AsyncIterable<unknown>, open: OpenCall, call: ServerWritableStream<unknown, unknown>) {
-  const { signal } = open.context;
+async function pump(replies: AsyncIterable<unknown>, call: ServerWritableStream<unknown, unknown>, signal: AbortSignal) {
   const iterator = replies[Symbol.asyncIterator]();
   try {
     for (;;) {
       const next = await iterator.next();
       if (next.done || signal.aborted) return;
-      open.assertAuthorized();
-      await send(call, next.value, signal);
+      try {
+        await send(call, next.value, signal);
+      } catch (err) {
+        if (!iterator.throw) throw err;
+        await iterator.throw(err);
+      }
       if (signal.aborted) return;
     }
   } finally {
@@ -84,38 +94,24 @@ async function pump(replies: AsyncIterable<unknown>, open: OpenCall, call: Serve
  * status with its ErrorInfo (mid-stream too). A cancelled call is over
  * already: nothing more is written to its reset HTTP/2 stream.
  */
-function finishStream(
-  call: ServerWritableStream<unknown, unknown>,
-  work: Promise<void>,
-  method: string,
-  logger: Logger,
-  finish: (code: Code) => void,
-) {
+function finishStream(call: ServerWritableStream<unknown, unknown>, work: Promise<void>) {
   work.then(
     () => {
-      finish(call.cancelled ? Code.CANCELLED : Code.OK);
       if (!call.cancelled && !call.writableEnded) call.end();
     },
     (err: unknown) => {
-      const status = failure(err, method, logger);
-      finish(call.cancelled ? Code.CANCELLED : (status.code as Code));
-      if (!call.cancelled) call.emit("error", status);
+      if (!call.cancelled) call.emit("error", toServiceError(err as ReqlogError));
     },
   );
 }
 
 /**
- * Decoded requests of a client stream, as an AsyncIterable (those left as bytes decoded by `decode`, when the
- * method's are decoded off the main thread); a request that did not decode fails the stream.
+ * Decoded requests of a client stream, as an AsyncIterable; a request that did not decode fails the stream.
  * Not destroyed when the requests end or the handler stops reading: the replies and the status still go out on it.
  */
-async function* requestsOf<T>(
-  call: ServerDuplexStream<Decoded<T>, unknown>,
-  decode?: (bytes: Uint8Array) => Promise<unknown>,
-): AsyncIterable<unknown> {
+async function* requestsOf<T>(call: ServerDuplexStream<Decoded<T>, unknown>): AsyncIterable<unknown> {
   for await (const message of call.iterator({ destroyOnReturn: false }) as AsyncIterable<Decoded<T>>) {
-    const request = decoded(message);
-    yield decode && request instanceof Uint8Array ? await decode(request) : request;
+    yield decoded(message);
   }
 }
 
@@ -140,10 +136,10 @@ export function createCallCounter(): CallCounter {
 }
 
 /**
- * The grpc-js implementation of the LogService: for every method, the call
- * is authenticated once (openCall), its handler run with a transport-free
- * context, and every failure, unary or mid-stream, becomes a status with
- * ErrorInfo through `failure` (which also logs it).
+ * The grpc-js implementation of the LogService: each call is read from and
+ * written to grpc-js here, and run by the service's call runner (which
+ * authenticates it, runs its handler and turns every failure, unary or
+ * mid-stream, into a logged ReqlogError, sent here as a status with ErrorInfo).
  */
 export function grpcImplementation(
   core: LogServiceCore,
@@ -157,77 +153,45 @@ export function grpcImplementation(
 export function serviceImplementation(
   service: DescService,
   handlers: Record<string, unknown>,
-  accessOf: Record<string, Access>,
+  access: Record<string, Access>,
   auth: Authorizer,
   logger: Logger,
   observer: CallObserver = noObserver,
   decoders: Partial<Record<string, (bytes: Uint8Array) => Promise<unknown>>> = {},
 ): UntypedServiceImplementation {
+  const runner = createCallRunner({ service, handlers, access, auth, logger, observer, decoders, transport: "grpc" });
   const implementation: UntypedServiceImplementation = {};
-  for (const method of service.methods) {
-    const name = method.localName;
-    const access = accessOf[name]!;
-    const begin = () => observer.start(method.parent.typeName, method.name, method.methodKind, "grpc");
-    const open = (call: AnyCall, signal: AbortSignal, onReady?: () => void) =>
-      openCall(auth, access, callMetadata(call.metadata), signal, onReady);
+  for (const { method, run } of runner.methods) {
+    const serveStream = (call: StreamCall, requests: AsyncIterable<unknown>) => {
+      const signal = cancellation(call);
+      const incoming = {
+        metadata: callMetadata(call.metadata),
+        signal,
+        // Response headers go out when the handler is in place (a Tail subscribed).
+        ready: () => call.sendMetadata(new Metadata()),
+        cancelled: () => call.cancelled,
+      };
+      const stream = call as unknown as ServerWritableStream<unknown, unknown>;
+      finishStream(stream, pump(run(incoming, requests), stream, signal));
+    };
     let handle: UntypedHandleCall;
     switch (method.methodKind) {
-      case "unary": {
-        const handler = handlers[name] as (req: unknown, ctx: unknown) => Promise<unknown>;
-        const decode = decoders[name];
+      case "unary":
         handle = (call: ServerUnaryCall<Decoded<unknown>, unknown>, callback: sendUnaryData<unknown>) => {
-          const signal = cancellation(call);
-          const finish = begin();
-          (async () => {
-            const opened = await open(call, signal);
-            const message = decoded(call.request);
-            const request = decode && message instanceof Uint8Array ? await decode(message) : message;
-            const reply = await handler(request, opened.context);
-            opened.assertAuthorized();
-            return reply;
-          })().then(
-            (reply) => {
-              finish(Code.OK);
-              callback(null, reply);
-            },
-            (err: unknown) => {
-              const status = failure(err, method.name, logger);
-              finish(status.code as Code);
-              callback(status);
-            },
+          const incoming = { metadata: callMetadata(call.metadata), signal: cancellation(call) };
+          unaryReply(run(incoming, oneRequest(() => decoded(call.request)))).then(
+            (reply) => callback(null, reply),
+            (err: unknown) => callback(toServiceError(err as ReqlogError)),
           );
         };
         break;
-      }
-      case "server_streaming": {
-        const handler = handlers[name] as (req: unknown, ctx: unknown) => AsyncIterable<unknown>;
-        handle = (call: ServerWritableStream<Decoded<unknown>, unknown>) => {
-          const signal = cancellation(call);
-          const finish = begin();
-          const stream = call as ServerWritableStream<unknown, unknown>;
-          const work = (async () => {
-            // Response headers go out when the handler is in place (a Tail subscribed).
-            const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
-            await pump(handler(decoded(call.request), opened.context), opened, stream);
-          })();
-          finishStream(stream, work, method.name, logger, finish);
-        };
+      case "server_streaming":
+        handle = (call: ServerWritableStream<Decoded<unknown>, unknown>) =>
+          serveStream(call, oneRequest(() => decoded(call.request)));
         break;
-      }
-      case "bidi_streaming": {
-        const handler = handlers[name] as (req: AsyncIterable<unknown>, ctx: unknown) => AsyncIterable<unknown>;
-        handle = (call: ServerDuplexStream<Decoded<unknown>, unknown>) => {
-          const signal = cancellation(call);
-          const finish = begin();
-          const stream = call as unknown as ServerWritableStream<unknown, unknown>;
-          const work = (async () => {
-            const opened = await open(call, signal, () => call.sendMetadata(new Metadata()));
-            await pump(handler(requestsOf(call, decoders[name]), opened.context), opened, stream);
-          })();
-          finishStream(stream, work, method.name, logger, finish);
-        };
+      case "bidi_streaming":
+        handle = (call: ServerDuplexStream<Decoded<unknown>, unknown>) => serveStream(call, requestsOf(call));
         break;
-      }
       default:
         throw new Error(`${service.name}.${method.name}: ${method.methodKind} methods are not served`);
     }

@@ -1,10 +1,11 @@
-import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import type { DescService } from "@bufbuild/protobuf";
 import type { Access, Authorizer } from "../auth/authorizer.js";
 import { type Code, ConnectError, type ConnectRouter, decodeBinaryHeader, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { Code as StatusCode, ReqlogError } from "../reqlog-error.js";
-import { type CallMetadata, type OpenCall, openCall } from "../service/call-context.js";
-import { type CallObserver, callFailure, errorDetails, noObserver } from "../service/call-outcome.js";
+import type { CallMetadata } from "../domain/call-metadata.js";
+import type { Code as StatusCode, ReqlogError } from "../reqlog-error.js";
+import { type CallObserver, errorDetails, noObserver } from "../service/call-outcome.js";
+import { createCallRunner, oneRequest, unaryReply } from "../service/call-runner.js";
 import { LogService, type LogServiceCore, LogsService, methodAccess, otlpMethodAccess } from "../service/log-service.js";
 
 /**
@@ -27,70 +28,29 @@ function toConnectError(error: ReqlogError): ConnectError {
   return new ConnectError(error.message, error.code as number as Code, undefined, errorDetails(error));
 }
 
-/**
- * Runs `work` as one call of `method`: the observer sees it start and end
- * with its code, and whatever it throws leaves as a logged ConnectError.
- */
-async function observed<T>(method: DescMethod, observer: CallObserver, logger: Logger, work: () => Promise<T>): Promise<T> {
-  const end = observer.start(method.parent.typeName, method.name, method.methodKind, "http");
+/** Refused by Connect itself (a request that did not decode): sent as it is. */
+function connectCode(err: unknown): StatusCode | undefined {
+  return err instanceof ConnectError ? (err.code as number as StatusCode) : undefined;
+}
+
+/** Whatever a call throws, as Connect sends it. */
+function asConnectError(err: unknown): ConnectError {
+  return err instanceof ConnectError ? err : toConnectError(err as ReqlogError);
+}
+
+/** A stream's replies, its failure (mid-stream too) as a ConnectError with the same details as a unary call's. */
+async function* connectStream(replies: AsyncIterable<unknown>): AsyncIterable<unknown> {
   try {
-    const result = await work();
-    end(StatusCode.OK);
-    return result;
+    yield* replies;
   } catch (err) {
-    if (err instanceof ConnectError) {
-      // Refused by Connect itself (a request that did not decode): pass it on.
-      end(err.code as number as StatusCode);
-      throw err;
-    }
-    const error = callFailure(err, method.name, logger);
-    end(error.code);
-    throw toConnectError(error);
+    throw asConnectError(err);
   }
 }
-
-/** Yields a handler's replies, each once the handler has authorized the call. */
-async function* authorized<T>(replies: AsyncIterable<T>, opened: OpenCall): AsyncIterable<T> {
-  for await (const reply of replies) {
-    opened.assertAuthorized();
-    yield reply;
-  }
-}
-
-/**
- * An async generator that runs `stream` as one observed call: Connect pulls
- * the replies (and stops pulling while the client does not read); a failure
- * at any point, mid-stream too, ends the stream with the same error
- * details as a unary call.
- */
-async function* observedStream<T>(
-  method: DescMethod,
-  observer: CallObserver,
-  logger: Logger,
-  stream: () => Promise<AsyncIterable<T>>,
-): AsyncIterable<T> {
-  const end = observer.start(method.parent.typeName, method.name, method.methodKind, "http");
-  // Stays CANCELLED unless the stream ends or fails: Connect returns the generator when the client goes away.
-  let code: StatusCode = StatusCode.CANCELLED;
-  try {
-    yield* await stream();
-    code = StatusCode.OK;
-  } catch (err) {
-    const error = callFailure(err, method.name, logger);
-    code = error.code;
-    throw toConnectError(error);
-  } finally {
-    end(code);
-  }
-}
-
-type Unary = (request: unknown, context: unknown) => Promise<unknown>;
-type Streaming = (request: unknown, context: unknown) => AsyncIterable<unknown>;
 
 /**
  * The LogService on a Connect router (Connect, gRPC-Web and gRPC, over
- * HTTP/1.1 and HTTP/2): the same handlers as the grpc-js port, authenticated
- * once per call by openCall, with the same errors.
+ * HTTP/1.1 and HTTP/2): the same handlers as the grpc-js port, run by the
+ * same call runner, with the same errors.
  */
 export function connectRoutes(core: LogServiceCore, logger: Logger, observer: CallObserver = noObserver) {
   const logService = implementationOf(LogService, core.handlers, methodAccess, core.auth, logger, observer);
@@ -102,39 +62,33 @@ export function connectRoutes(core: LogServiceCore, logger: Logger, observer: Ca
   };
 }
 
-/** A Connect implementation of any service whose methods have handlers. */
+/** A Connect implementation of any service whose methods have handlers: Connect reads and writes, the runner runs. */
 function implementationOf(
   service: DescService,
   handlers: Record<string, unknown>,
-  accessOf: Record<string, Access>,
+  access: Record<string, Access>,
   auth: Authorizer,
   logger: Logger,
   observer: CallObserver,
 ): Record<string, unknown> {
+  const runner = createCallRunner({ service, handlers, access, auth, logger, observer, transport: "http", transportCode: connectCode });
   const implementation: Record<string, unknown> = {};
-  for (const method of service.methods) {
-    const name = method.localName;
-    const access = accessOf[name]!;
-    const open = (context: HandlerContext) =>
-      openCall(auth, access, headerMetadata(context.requestHeader), context.signal);
-    if (method.methodKind === "unary") {
-      const handler = handlers[name] as Unary;
-      implementation[name] = (request: unknown, context: HandlerContext) =>
-        observed(method, observer, logger, async () => {
-          const opened = await open(context);
-          const reply = await handler(request, opened.context);
-          opened.assertAuthorized();
-          return reply;
-        });
-    } else if (method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming") {
-      const handler = handlers[name] as Streaming;
-      implementation[name] = (input: unknown, context: HandlerContext) =>
-        observedStream(method, observer, logger, async () => {
-          const opened = await open(context);
-          return authorized(handler(input, opened.context), opened);
-        });
-    } else {
-      throw ReqlogError.from(new Error(`${service.name}.${method.name}: ${method.methodKind} methods are not served`));
+  for (const { method, run } of runner.methods) {
+    const incoming = (context: HandlerContext) => ({ metadata: headerMetadata(context.requestHeader), signal: context.signal });
+    switch (method.methodKind) {
+      case "unary":
+        implementation[method.localName] = (request: unknown, context: HandlerContext) =>
+          unaryReply(run(incoming(context), oneRequest(() => request))).catch((err: unknown) => {
+            throw asConnectError(err);
+          });
+        break;
+      case "server_streaming":
+        implementation[method.localName] = (request: unknown, context: HandlerContext) =>
+          connectStream(run(incoming(context), oneRequest(() => request)));
+        break;
+      default:
+        implementation[method.localName] = (requests: AsyncIterable<unknown>, context: HandlerContext) =>
+          connectStream(run(incoming(context), requests));
     }
   }
   return implementation;

@@ -6,6 +6,9 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import type { TlsFiles } from "../config.js";
+import { createRedactor } from "../write/redactor.js";
+
+const logRedactor = createRedactor({ defaults: true, params: [], patterns: [] });
 
 type Fallback = NonNullable<ConnectNodeAdapterOptions["fallback"]>;
 /** A request on the HTTP port (HTTP/1.1 or HTTP/2), as Connect's adapter hands it on. */
@@ -144,7 +147,8 @@ async function servePage(pages: PageHandler[], request: HttpRequest, response: H
     response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
     response.end(`not found: ${request.url}\n`);
   } catch (err) {
-    logger.error({ err, url: request.url }, "page failed");
+    // The URL as redaction leaves it: a page's query may carry a credential (?token=…).
+    logger.error({ err, url: logRedactor.url(request.url ?? "") }, "page failed");
     if (!response.headersSent) response.writeHead(500, { "content-type": "text/plain; charset=utf-8" });
     response.end("internal error\n");
   }

@@ -4,14 +4,15 @@ import { create, createRegistry, fromBinary, fromJson, type JsonValue, toBinary,
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import type { Logger } from "pino";
 import {
+  type ExportLogsServiceResponse,
   ExportLogsServiceRequestSchema,
   ExportLogsServiceResponseSchema,
 } from "../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb.js";
 import { ErrorInfoSchema, RetryInfoSchema, StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { exceeded } from "../limits.js";
 import { Code, ReqlogError } from "../reqlog-error.js";
-import { openCall } from "../service/call-context.js";
-import { type CallObserver, callFailure, errorDetails, noObserver } from "../service/call-outcome.js";
+import { type CallObserver, callFailure, errorDetails } from "../service/call-outcome.js";
+import { createCallRunner, oneRequest, unaryReply } from "../service/call-runner.js";
 import { type LogServiceCore, LogsService, otlpMethodAccess } from "../service/log-service.js";
 import { headerMetadata } from "./connect-service.js";
 import type { HttpRequest, HttpResponse, PageHandler } from "./http-server.js";
@@ -121,8 +122,15 @@ function send(response: HttpResponse, status: number, json: boolean, body: Uint8
  * LogsService/Export on the gRPC port.
  */
 export function otlpHttpPage(core: LogServiceCore, options: { logger: Logger; observer?: CallObserver; maxBytes: number }): PageHandler {
-  const observer = options.observer ?? noObserver;
-  const method = LogsService.method.export;
+  const { run } = createCallRunner({
+    service: LogsService,
+    handlers: core.otlp,
+    access: otlpMethodAccess,
+    auth: core.auth,
+    logger: options.logger,
+    observer: options.observer,
+    transport: "http",
+  }).method("export");
   return async (request, response) => {
     const path = (request.url ?? "").replace(/\?.*$/s, "");
     if (path !== otlpLogsPath) return false;
@@ -138,7 +146,6 @@ export function otlpHttpPage(core: LogServiceCore, options: { logger: Logger; ob
       return true;
     }
     const json = type === jsonType;
-    const end = observer.start(method.parent.typeName, method.name, method.methodKind, "http");
     const closed = new AbortController();
     response.once("close", () => {
       if (!response.writableFinished) closed.abort();
@@ -148,15 +155,12 @@ export function otlpHttpPage(core: LogServiceCore, options: { logger: Logger; ob
       for (const [key, value] of Object.entries(request.headers)) {
         if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(", ") : value);
       }
-      const opened = await openCall(core.auth, otlpMethodAccess.export, headerMetadata(headers), closed.signal);
-      const exported = await decode(request, json, options.maxBytes);
-      const reply = await core.otlp.export(exported, opened.context);
-      opened.assertAuthorized();
-      end(Code.OK);
+      const call = { metadata: headerMetadata(headers), signal: closed.signal };
+      const reply = (await unaryReply(run(call, oneRequest(() => decode(request, json, options.maxBytes))))) as ExportLogsServiceResponse;
       send(response, 200, json, json ? JSON.stringify(toJson(ExportLogsServiceResponseSchema, reply)) : toBinary(ExportLogsServiceResponseSchema, reply));
     } catch (err) {
-      const error = callFailure(err, method.name, options.logger);
-      end(error.code);
+      // The runner's failures come logged; anything else failed before the call was run.
+      const error = err instanceof ReqlogError ? err : callFailure(err, LogsService.method.export.name, options.logger);
       const status = create(StatusSchema, {
         code: error.code,
         message: error.message,

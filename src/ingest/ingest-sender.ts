@@ -7,7 +7,7 @@ import {
   IngestRequestSchema,
   type RequestLog,
 } from "../../gen/reqlog/v1/log_service_pb.js";
-import type { LogServiceClient } from "../client/log-service-client.js";
+import { callFailure, type LogServiceClient } from "../client/log-service-client.js";
 
 /** Records to send as one Ingest batch, and what its acknowledgement confirms (a file position). */
 export interface OutgoingBatch<M> {
@@ -168,7 +168,7 @@ export async function sendBatches<M>(
       wakeUp();
       if (sourceError) throw sourceError.error;
       if (ackError) throw ackError.error;
-      if (isFinal(err)) throw new Error(reasonOf(err), { cause: err });
+      if (isFinal(err)) throw new Error(callFailure(err), { cause: err });
       // Anything else is the connection's (refused, reset, the server shutting down): try again.
       // Stopping: what is unacknowledged stays so (a file's saved position does not pass it).
       if (options.stop?.aborted) return;

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { Code } from "../reqlog-error.js";
 import type { CallObserver } from "../service/call-outcome.js";
-import type { Store, WriteObserver } from "../store/store.js";
+import type { FinishedRequest, NewLines, Store, WriteObserver } from "../store/store.js";
 import { createLogMetrics } from "./log-metrics.js";
 import type { LogMetricDefinition } from "./log-metrics-file.js";
 import { createRequestMetrics, durationName } from "./request-metrics.js";
@@ -26,10 +26,21 @@ export interface AppMetricsOptions {
   skipApps?: readonly string[];
   /** The counters of a --log-metrics file. */
   logMetrics?: readonly LogMetricDefinition[];
+  /**
+   * A request that ended (a line written) longer ago than this when it is
+   * stored is not counted (ms; 0: every one): an import of last month's
+   * access log must not page anyone now. Counted in reqlog_metrics_late_total.
+   */
+  maxAgeMs?: number;
+  /** Milliseconds since the epoch (tests). */
+  now?: () => number;
 }
 
 /** The default of --metrics-max-series-per-app: a forge's ~100 routes × methods × statuses × two versions, with room. */
 export const defaultMaxSeriesPerApp = 2000;
+
+/** The default of --metrics-max-age: records that arrive late from an SDK's buffer count; yesterday's imports do not. */
+export const defaultMetricsMaxAge = "1h";
 
 export interface ReqlogMetrics {
   registry: Registry;
@@ -125,6 +136,32 @@ export function createMetrics(
     overflowed: (app) => overflowed(app, durationName),
   });
   const logMetrics = createLogMetrics(apps.logMetrics ?? [], { maxSeriesPerApp: apps.maxSeriesPerApp, overflowed });
+  const late = new Counter({
+    name: "reqlog_metrics_late_total",
+    help: "Finished requests (kind=\"requests\") and app lines (kind=\"lines\") stored more than --metrics-max-age after they ended or were written: not counted in the request and log-based metrics.",
+    labelNames: ["app", "kind"],
+    registers: [registry],
+  });
+  const maxAgeMs = apps.maxAgeMs ?? 0;
+  const now = apps.now ?? Date.now;
+  /** The requests that ended within maxAgeMs of now (most do: filtered without a copy when all do). */
+  const recentRequests = (finished: readonly FinishedRequest[]): readonly FinishedRequest[] => {
+    const oldest = BigInt(now() - maxAgeMs) * 1000n;
+    if (finished.every((f) => f.log.endTime >= oldest)) return finished;
+    return finished.filter((f) => {
+      if (f.log.endTime >= oldest) return true;
+      late.inc({ app: f.log.appId, kind: "requests" });
+      return false;
+    });
+  };
+  const recentLines = (stored: readonly NewLines[]): NewLines[] => {
+    const oldest = BigInt(now() - maxAgeMs) * 1000n;
+    return stored.map(({ request, lines }) => {
+      const kept = lines.filter((l) => l.time >= oldest);
+      if (kept.length < lines.length) late.inc({ app: request.appId, kind: "lines" }, lines.length - kept.length);
+      return { request, lines: kept };
+    });
+  };
   new Gauge({
     name: "reqlog_request_metrics_series",
     help: "Series of the request metrics with a route of their own, by app (bounded by --metrics-max-series-per-app).",
@@ -142,10 +179,11 @@ export function createMetrics(
     },
     writes: {
       finished(finished) {
-        requests.count(finished);
-        logMetrics.count(finished);
+        const recent = maxAgeMs > 0 ? recentRequests(finished) : finished;
+        requests.count(recent);
+        logMetrics.count(recent);
       },
-      ...(logMetrics.countsLines ? { lines: (lines) => logMetrics.countLines(lines) } : {}),
+      ...(logMetrics.countsLines ? { lines: (lines) => logMetrics.countLines(maxAgeMs > 0 ? recentLines(lines) : lines) } : {}),
     },
     observer: {
       start(service, method, kind, transport) {

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { ReqlogError } from "../reqlog-error.js";
-import type { Cursor } from "../store/store.js";
+import type { Cursor } from "../domain/positions.js";
 
 /**
  * 2: the cursor is the backend's opaque bytes. (1 held a SQLite row id and

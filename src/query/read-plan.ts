@@ -3,7 +3,7 @@ import { LogModuleVersionSchema, type LogReadRequest, LogReadRequestSchema } fro
 import { exceeded, type Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
-import type { Cursor } from "../store/store.js";
+import type { Cursor } from "../domain/positions.js";
 import type { OffsetCodec } from "./offset-codec.js";
 import { compileRegex } from "./regex-cache.js";
 import { regexCost } from "./regex-cost.js";

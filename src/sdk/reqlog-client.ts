@@ -6,6 +6,7 @@ import { metadataKeys } from "../service/call-metadata.js";
 import { addProcessSink, clipMessage } from "./app-log.js";
 import { type BatchingLogger, type BatchingOptions, createBatchingLogger, type LoggerStats } from "./batching-logger.js";
 import { type CapturedLine, encodeLines, type RecordIdentity } from "./record-encoder.js";
+import { createRedactor, type Redactor } from "../write/redactor.js";
 
 export interface ReqlogClientOptions extends BatchingOptions {
   /**
@@ -35,6 +36,12 @@ export interface ReqlogClientOptions extends BatchingOptions {
   maxLinesPerRequest?: number;
   /** Longest app line message in bytes; longer ones are cut, saying so (default 65,536, the service's max-line-bytes). */
   maxLineBytes?: number;
+  /**
+   * What the request logger and app lines redact before they are sent, as
+   * the server does (docs/privacy.md): the built-in rules (default true) and
+   * more parameter names.
+   */
+  redaction?: { defaults?: boolean; params?: readonly string[] };
 }
 
 /** A request record as the app gives it: the app, module, version and instance are the client's. */
@@ -62,6 +69,8 @@ export interface ReqlogClient {
   /** Maximums of one request's app lines, for the middleware. */
   readonly maxLinesPerRequest: number;
   readonly maxLineBytes: number;
+  /** Credentials in text replaced by REDACTED: what the request logger applies to resources, referrers and app lines. */
+  readonly redact: Redactor;
   /** A record of this client's app, module, version and instance, required fields defaulted (the service derives them). */
   record(init: RecordInit): RequestLog;
   /** Buffers a record to send (never waits; false when the full buffer dropped it). */
@@ -91,6 +100,11 @@ export function createReqlogClient(options: ReqlogClientOptions): ReqlogClient {
   const identity: RecordIdentity = { appId: app, moduleId: module, versionId: version, cloneKey };
   const maxLinesPerRequest = options.maxLinesPerRequest ?? 1000;
   const maxLineBytes = options.maxLineBytes ?? 64 * 1024;
+  const redact = createRedactor({
+    defaults: options.redaction?.defaults ?? true,
+    params: options.redaction?.params ?? [],
+    patterns: [],
+  });
 
   const rpc = createLogServiceClient({
     server: options.server,
@@ -143,7 +157,7 @@ export function createReqlogClient(options: ReqlogClientOptions): ReqlogClient {
     processLines = [];
   };
   const removeSink = addProcessSink((level, message, time) => {
-    processLines.push({ time, level, message: clipMessage(message, maxLineBytes) });
+    processLines.push({ time, level, message: redact.text(clipMessage(message, maxLineBytes)) });
     if (processLines.length >= maxLinesPerRequest) sendProcessLines();
     else processTimer ??= setTimeout(sendProcessLines, options.flushIntervalMs ?? 100).unref();
   });
@@ -159,6 +173,7 @@ export function createReqlogClient(options: ReqlogClientOptions): ReqlogClient {
     processRequestId,
     maxLinesPerRequest,
     maxLineBytes,
+    redact,
     record,
     send: (init) => logger.offer(asRecord(init)),
     write: (init) => logger.write(asRecord(init)),

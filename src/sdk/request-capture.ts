@@ -112,14 +112,14 @@ export function createRequestCapture(client: ReqlogClient, options: RequestLogge
         startTime: microsecondsNow(),
         endTime: 0,
         method: req.method ?? "GET",
-        resource: (req as { originalUrl?: string }).originalUrl ?? req.url ?? "/",
+        resource: client.redact.url((req as { originalUrl?: string }).originalUrl ?? req.url ?? "/"),
         httpVersion: `HTTP/${req.httpVersion}`,
         status: 0,
         responseSize: 0,
         ip: clientAddress(req, trust),
         host: header(req, "host") ?? header(req, ":authority") ?? "",
         userAgent: header(req, "user-agent") ?? "",
-        referrer: header(req, "referer") ?? "",
+        referrer: client.redact.url(header(req, "referer") ?? ""),
         urlMapEntry: "",
         finished: false,
         wasLoadingRequest: loading,
@@ -149,6 +149,7 @@ export function createRequestCapture(client: ReqlogClient, options: RequestLogge
           record.responseSize = sent && !bodiless(record.method, record.status) ? bytes : 0;
           record.urlMapEntry = matched() ?? routes?.match(record.resource) ?? "";
           record.finished = true;
+          for (const line of scope.lines) line.message = client.redact.text(line.message);
           stats.requests++;
           stats.linesDropped += scope.droppedLines;
           client.logger.offer(encodeRecord(client.identity, record));

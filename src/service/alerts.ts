@@ -11,7 +11,7 @@ import {
 import type { AppAlert } from "../domain/app-alert.js";
 import { Code, ReqlogError } from "../reqlog-error.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 const states = { firing: AlertState.FIRING, suppressed: AlertState.SUPPRESSED, resolved: AlertState.RESOLVED } as const;
 

@@ -1,14 +1,6 @@
 import type { Access, Authorizer, Principal } from "../auth/authorizer.js";
+import type { CallMetadata } from "../domain/call-metadata.js";
 import { ReqlogError } from "../reqlog-error.js";
-
-/**
- * A call's metadata (gRPC metadata, HTTP headers), whatever the transport:
- * the values of a key (lower case), strings for text keys and bytes for
- * `-bin` keys, as gRPC defines them.
- */
-export interface CallMetadata {
-  get(key: string): (string | Uint8Array)[];
-}
 
 /** What a handler sees of its call besides the request. */
 export interface CallContext {

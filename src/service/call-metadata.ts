@@ -1,7 +1,7 @@
 import type { InstanceKey, RequestContext } from "../domain/records.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "../write/identifiers.js";
-import type { CallMetadata } from "./call-context.js";
+import type { CallMetadata } from "../domain/call-metadata.js";
 
 /** Call metadata keys that name the request or instance a Flush or SetStatus belongs to. */
 export const metadataKeys = {

@@ -7,12 +7,12 @@ import { verifyUtf8 } from "../write/strict-utf8.js";
 import { checkLines, fromUserAppLogLines } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
 import { requestContext } from "./call-metadata.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 verifyUtf8(UserAppLogGroupSchema);
 
 /** Flush: the app lines of the request named by the call metadata. */
-export function createFlushHandler({ store, limits }: ServiceDeps): UnaryHandler<FlushRequest, Empty> {
+export function createFlushHandler({ store, limits, privacy }: ServiceDeps): UnaryHandler<FlushRequest, Empty> {
   return async (request, call) => {
     const context = requestContext(call.metadata, call.defaultApp);
     call.authorize([context.appId]);
@@ -28,7 +28,7 @@ export function createFlushHandler({ store, limits }: ServiceDeps): UnaryHandler
     if (missing.length > 0) {
       throw ReqlogError.invalid(`FlushRequest.logs: required fields not set: ${missing.join(", ")}`);
     }
-    const lines = checkLines(fromUserAppLogLines(group.logLine), limits, "log_line");
+    const lines = checkLines(fromUserAppLogLines(group.logLine), limits, privacy, "log_line");
     await store.flush(context, lines, call.signal);
     return create(EmptySchema);
   };

@@ -3,7 +3,7 @@ import { type IngestAck, IngestAckSchema, type IngestRequest } from "../../gen/r
 import { prepareIngest } from "../write/prepare-batches.js";
 import { preparedIngestOf } from "../write/prepared-requests.js";
 import type { BidiStreamHandler, CallContext } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /**
  * Batches in flight per stream: the next batch is read and validated while
@@ -23,9 +23,9 @@ const window = 2;
  * unacknowledged: sending it again is harmless, as records and lines are
  * stored idempotently).
  */
-export function createIngestHandler({ store, limits }: ServiceDeps): BidiStreamHandler<IngestRequest, IngestAck> {
+export function createIngestHandler({ store, limits, privacy }: ServiceDeps): BidiStreamHandler<IngestRequest, IngestAck> {
   async function commit(request: IngestRequest, call: CallContext): Promise<IngestAck> {
-    const batch = preparedIngestOf(request) ?? prepareIngest(request, limits);
+    const batch = preparedIngestOf(request) ?? prepareIngest(request, limits, privacy);
     if (batch.invalid) throw batch.invalid;
     call.authorize(batch.apps);
     const result = await store.ingest(batch.records, batch.lines, call.signal);

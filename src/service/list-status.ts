@@ -7,7 +7,7 @@ import {
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { ReqlogError } from "../reqlog-error.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /** ListStatus: what SetStatus stored, for one app. */
 export function createListStatusHandler({ statuses }: ServiceDeps): UnaryHandler<ListStatusRequest, ListStatusResponse> {

@@ -2,9 +2,7 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { LogService } from "../../gen/reqlog/v1/log_service_pb.js";
 import type { Access, Authorizer } from "../auth/authorizer.js";
 import type { Limits } from "../limits.js";
-import type { StatusStore, Store } from "../store/store.js";
 import type { BidiStreamHandler, ServerStreamHandler, UnaryHandler } from "./call-context.js";
-import type { AlertSource } from "../domain/app-alert.js";
 import { createAlertsHandler } from "./alerts.js";
 import { createFlushHandler } from "./flush.js";
 import { createIngestHandler } from "./ingest.js";
@@ -14,18 +12,17 @@ import { createSetStatusHandler } from "./set-status.js";
 import { createStatsHandler } from "./stats.js";
 import { createTailService } from "./tail.js";
 import { createUsageHandler } from "./usage.js";
-import type { OffsetCodec } from "../query/offset-codec.js";
-import type { PreparePool } from "../write/prepare-pool.js";
 import { verifyUtf8 } from "../write/strict-utf8.js";
 import { lazyOffsetCodec } from "./offsets.js";
 import { createWriteHandler } from "./write.js";
+import type { HandlerDeps, ServiceDeps } from "./service-deps.js";
 import {
   type ExportLogsServiceRequest,
   ExportLogsServiceRequestSchema,
   type ExportLogsServiceResponse,
   LogsService,
 } from "../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb.js";
-import { defaultOtlpMapping, type OtlpMapping } from "../ingest/otlp-log-records.js";
+import { defaultOtlpMapping } from "../ingest/otlp-log-records.js";
 import { createOtlpExportHandler } from "./otlp-export.js";
 
 type Methods = (typeof LogService)["method"];
@@ -66,26 +63,6 @@ export type OtlpLogsHandlers = { export: UnaryHandler<ExportLogsServiceRequest, 
 
 /** The access OTLP's Export needs: it writes, as Write does. */
 export const otlpMethodAccess: Record<keyof OtlpLogsHandlers, Access> = { export: "write" };
-
-/** What the handlers are built from. */
-export interface ServiceDeps {
-  store: Store;
-  statuses: StatusStore;
-  limits: Limits;
-  auth: Authorizer;
-  /** Which resource attributes name the app, version and module of OTLP log records (service.name, service.version). */
-  otlp?: OtlpMapping;
-  /** Decodes and validates Write and Ingest requests off the main thread, when given (prepare-pool.ts). */
-  prepare?: PreparePool;
-  /** Where the Alerts RPC reads an app's alerts (serve --alertmanager-url); without it Alerts is UNIMPLEMENTED. */
-  alerts?: AlertSource;
-}
-
-/** ServiceDeps with what the service derives from them once, for every handler. */
-export interface HandlerDeps extends ServiceDeps {
-  /** The offset codec under the store's key (read once, on first use). */
-  offsets: () => Promise<OffsetCodec>;
-}
 
 /** The LogService, free of any transport: what a transport's edge serves. */
 export interface LogServiceCore {

@@ -4,7 +4,7 @@ import {
   type ExportLogsServiceResponse,
   ExportLogsServiceResponseSchema,
 } from "../../gen/opentelemetry/proto/collector/logs/v1/logs_service_pb.js";
-import type { PreparedRecord, RequestLines } from "../domain/records.js";
+import type { AppLine, PreparedRecord, RequestLines } from "../domain/records.js";
 import { type OtlpMapping, type OtlpRejection, otlpLogRecords } from "../ingest/otlp-log-records.js";
 import { exceeded } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
@@ -12,9 +12,9 @@ import { checkIdentifier } from "../write/identifiers.js";
 import { prepareRequestLog } from "../write/prepare-request-log.js";
 import { systemClock } from "../clock.js";
 import { latestTime } from "../write/time-window.js";
-import { checkLine } from "../write/validate-lines.js";
+import { prepareLine } from "../write/validate-lines.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /** Rejections named in partial_success.error_message, at most (the count says how many in all). */
 const namedRejections = 10;
@@ -47,7 +47,7 @@ function problemOf(err: unknown): string {
  * on the whole request, storage).
  */
 export function createOtlpExportHandler(
-  { store, limits }: ServiceDeps,
+  { store, limits, privacy }: ServiceDeps,
   mapping: OtlpMapping,
 ): UnaryHandler<ExportLogsServiceRequest, ExportLogsServiceResponse> {
   return async (request, call) => {
@@ -60,7 +60,7 @@ export function createOtlpExportHandler(
     const latest = latestTime(limits, systemClock());
     for (const { log, where } of converted.records) {
       try {
-        records.push(prepareRequestLog(log, limits, where, latest));
+        records.push(prepareRequestLog(log, limits, where, { privacy, latest }));
       } catch (err) {
         rejected.push({ where, problem: problemOf(err) });
       }
@@ -77,19 +77,18 @@ export function createOtlpExportHandler(
         for (const line of group.lines) rejected.push({ where: line.where, problem });
         continue;
       }
-      const kept = group.lines.filter((line) => {
+      const kept: AppLine[] = [];
+      for (const line of group.lines) {
         try {
-          checkLine(line, limits, "the log record's", latest);
-          return true;
+          kept.push(prepareLine(line, limits, privacy, "the log record's", kept.length, latest));
         } catch (err) {
           rejected.push({ where: line.where, problem: problemOf(err) });
-          return false;
         }
-      });
+      }
       if (kept.length > limits.maxLinesPerFlush) {
         throw exceeded(limits, "maxLinesPerFlush", kept.length, `number of log records of one request (${Buffer.from(target.requestId).toString()}) in an Export`);
       }
-      if (kept.length > 0) lines.push({ request: target, lines: kept.map((l, pos) => ({ time: l.time, level: Number(l.level), message: l.message, pos })) });
+      if (kept.length > 0) lines.push({ request: target, lines: kept });
     }
     call.authorize(new Set([...records.map((r) => r.log.appId), ...lines.map((l) => l.request.appId)]));
     if (records.length > 0 || lines.length > 0) await store.ingest(records, lines, call.signal);

@@ -6,9 +6,9 @@ import {
   LogReadResponseSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
 import { planRead } from "../query/read-plan.js";
-import type { Cursor } from "../store/store.js";
+import type { Cursor } from "../domain/positions.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { HandlerDeps } from "./log-service.js";
+import type { HandlerDeps } from "./service-deps.js";
 
 /** Read: request records newest first, one page, each with the offset that continues after it. */
 export function createReadHandler({ store, limits, offsets: offsetCodec }: HandlerDeps): UnaryHandler<LogReadRequest, LogReadResponse> {

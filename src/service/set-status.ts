@@ -6,7 +6,7 @@ import { ReqlogError } from "../reqlog-error.js";
 import { missingRequiredFields } from "../write/required-fields.js";
 import type { UnaryHandler } from "./call-context.js";
 import { instanceKey } from "./call-metadata.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 /** SetStatus: the latest status text of the calling instance. */
 export function createSetStatusHandler({ statuses, limits }: ServiceDeps): UnaryHandler<SetStatusRequest, Empty> {

@@ -11,7 +11,7 @@ import { addFigures, noFigures, type StatsFigures } from "../domain/stats-figure
 import { planStats } from "../query/stats-plan.js";
 import type { StatsClient, StatsRoute } from "../store/store.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 function figuresMessage(f: StatsFigures): StatsFiguresMessage {
   const [p50, p90, p99] = histogramPercentiles(f.latency, [50, 90, 99]);

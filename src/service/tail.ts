@@ -5,7 +5,7 @@ import { exceeded } from "../limits.js";
 import { planRead } from "../query/read-plan.js";
 import { ReqlogError } from "../reqlog-error.js";
 import type { ServerStreamHandler } from "./call-context.js";
-import type { HandlerDeps } from "./log-service.js";
+import type { HandlerDeps } from "./service-deps.js";
 
 /** Records examined per query while a tail catches up. */
 const batchSize = 256;

@@ -9,7 +9,7 @@ import {
 import { planUsage } from "../query/usage-plan.js";
 import type { UsageBucket } from "../store/store.js";
 import type { UnaryHandler } from "./call-context.js";
-import type { ServiceDeps } from "./log-service.js";
+import type { ServiceDeps } from "./service-deps.js";
 
 const int32Max = 2 ** 31 - 1;
 

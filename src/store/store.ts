@@ -4,6 +4,7 @@ import type { ReadPlan } from "../query/read-plan.js";
 import type { UsagePlan } from "../query/usage-plan.js";
 import type { StatsPlan } from "../query/stats-plan.js";
 import type { StatsBucket, StatsFigures } from "../domain/stats-figures.js";
+import type { ChangePosition, Cursor } from "../domain/positions.js";
 import type { StatsFacts } from "../write/stats-facts.js";
 
 /**
@@ -71,6 +72,12 @@ export interface Store {
   subscribe(listener: () => void, signal: AbortSignal): Promise<void>;
   /** The backend's own secret key for authenticating Read offsets (the same across restarts). */
   offsetKey(signal: AbortSignal): Promise<Uint8Array>;
+  /**
+   * Tells `observer`, after each commit, of the requests it stored finished
+   * for the first time (and its new app lines, when the observer takes
+   * them), until `signal` aborts: what the request metrics count.
+   */
+  observeWrites(observer: WriteObserver, signal: AbortSignal): void;
 }
 
 /**
@@ -106,10 +113,7 @@ export interface WriteObserver {
   lines?(lines: readonly NewLines[]): void;
 }
 
-/** A backend's position, opaque to everything above the store. */
-export type Cursor = Uint8Array;
-/** A position in the change feed, opaque to everything above the store. */
-export type ChangePosition = Uint8Array;
+export type { ChangePosition, Cursor };
 
 /** One page of a Read, before offsets are encoded. */
 export interface ReadResult {

@@ -6,6 +6,7 @@ import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "./identifiers.js";
 import { prepareRequestLog } from "./prepare-request-log.js";
 import { missingRequiredFields, requiredFieldsError } from "./required-fields.js";
+import type { Privacy } from "./privacy.js";
 import { checkLines, fromUserAppLogLines } from "./validate-lines.js";
 import { systemClock } from "../clock.js";
 import { latestTime } from "./time-window.js";
@@ -33,21 +34,21 @@ export interface PreparedIngest {
 }
 
 /** Validates a Write's records (prepare-request-log.ts), each before any is stored. */
-export function prepareWrite(request: WriteRequest, limits: Limits): PreparedWrite {
+export function prepareWrite(request: WriteRequest, limits: Limits, privacy: Privacy): PreparedWrite {
   const apps = [...new Set(request.log.map((log) => log.appId))];
   if (request.log.length > limits.maxRecordsPerWrite) {
     return { apps, records: [], tooMany: exceeded(limits, "maxRecordsPerWrite", request.log.length, "number of records in Write") };
   }
   try {
     const latest = latestTime(limits, systemClock());
-    return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, latest)) };
+    return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, { privacy, latest })) };
   } catch (err) {
     return { apps, records: [], invalid: ReqlogError.from(err) };
   }
 }
 
 /** Validates an Ingest batch whole: its records (prepare-request-log.ts) and its line entries. */
-export function prepareIngest(batch: IngestRequest, limits: Limits): PreparedIngest {
+export function prepareIngest(batch: IngestRequest, limits: Limits, privacy: Privacy): PreparedIngest {
   const apps = [...new Set([...batch.log.map((l) => l.appId), ...batch.lines.map((l) => l.appId)])];
   const refused = (invalid: ReqlogError): PreparedIngest => ({ batchId: batch.batchId, apps, records: [], lines: [], invalid });
   if (batch.log.length > limits.maxRecordsPerWrite) {
@@ -55,7 +56,7 @@ export function prepareIngest(batch: IngestRequest, limits: Limits): PreparedIng
   }
   try {
     const latest = latestTime(limits, systemClock());
-    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, latest));
+    const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, { privacy, latest }));
     const lines = batch.lines.map((entry, i): RequestLines => {
       const where = `lines[${i}]`;
       const missing = missingRequiredFields(RequestLinesSchema, entry, undefined, `${where}.`);
@@ -72,7 +73,7 @@ export function prepareIngest(batch: IngestRequest, limits: Limits): PreparedIng
           versionId: entry.versionId,
           requestId: entry.requestId,
         },
-        lines: checkLines(fromUserAppLogLines(entry.line), limits, `${where}.line`, latest),
+        lines: checkLines(fromUserAppLogLines(entry.line), limits, privacy, `${where}.line`, latest),
       };
     });
     return { batchId: batch.batchId, apps, records, lines };

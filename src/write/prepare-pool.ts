@@ -11,6 +11,7 @@ import {
 import type { PreparedRecord } from "../domain/records.js";
 import type { Limits } from "../limits.js";
 import { packageRoot } from "../package-root.js";
+import type { PrivacyOptions } from "./privacy.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { attachPrepared } from "./prepared-requests.js";
 import type { PrepareResult, PrepareTask, Refusal } from "./prepare-worker.js";
@@ -45,10 +46,10 @@ function revive(records: PreparedRecord[]): PreparedRecord[] {
   return records;
 }
 
-export function createPreparePool(threads: number, limits: Limits): PreparePool {
+export function createPreparePool(threads: number, limits: Limits, privacyOptions: PrivacyOptions): PreparePool {
   const pool = new Piscina<PrepareTask, PrepareResult>({
     filename: workerScript,
-    workerData: { limits },
+    workerData: { limits, privacyOptions },
     minThreads: threads,
     maxThreads: threads,
     idleTimeout: Number.POSITIVE_INFINITY,

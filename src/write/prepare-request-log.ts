@@ -6,6 +6,7 @@ import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "./identifiers.js";
 import { missingRequiredFields, requiredFieldsError } from "./required-fields.js";
 import type { PreparedRecord } from "../domain/records.js";
+import { defaultPrivacy, type Privacy } from "./privacy.js";
 import { checkLines } from "./validate-lines.js";
 import { systemClock } from "../clock.js";
 import { checkNotFuture, checkNotNegative, latestTime } from "./time-window.js";
@@ -19,10 +20,31 @@ const derivedFields: ReadonlySet<string> = new Set(
 
 
 /**
+ * A combined line as the writer gave it (an access log's own line), redacted,
+ * its leading client address (`ip` or `ip:port`) anonymised as the record's.
+ */
+function givenCombined(combined: string, givenIp: string, storedIp: string, privacy: Privacy): string {
+  const redacted = privacy.redact.text(combined);
+  if (storedIp === givenIp || givenIp === "") return redacted;
+  for (const lead of [givenIp, `[${givenIp}]`]) {
+    if (redacted.startsWith(lead) && /^($|[\s:\]])/.test(redacted.slice(lead.length))) {
+      return (lead === givenIp ? storedIp : `[${storedIp}]`) + redacted.slice(lead.length);
+    }
+  }
+  return redacted;
+}
+
+/**
  * Validates one RequestLog of a Write and derives what the writer left out
  * (unset, or 0 / "" where that is not a real value): end_time and latency
  * from each other (end_time 0 while in progress), the combined line from the
  * fields, "" and 0 for the other required fields (the proto defaults).
+ * Credentials in the resource, the referrer, a given combined line and the
+ * app lines are redacted, and the IP anonymised when asked (privacy.ts),
+ * before anything is derived from them: the derived combined line, the
+ * search index and every stored copy see only what is left; `privacy` is
+ * the server's (the built-in redaction when not given: nothing stores a
+ * record unredacted).
  * `where` names the record in errors (`log[3]`). Its times (and its lines')
  * must not lie past `latest` (time-window.ts); status, response_size and
  * latency must not be negative.
@@ -31,7 +53,7 @@ export function prepareRequestLog(
   input: RequestLog,
   limits: Limits,
   where: string,
-  latest: bigint = latestTime(limits, systemClock()),
+  { privacy = defaultPrivacy, latest = latestTime(limits, systemClock()) }: { privacy?: Privacy; latest?: bigint } = {},
 ): PreparedRecord {
   const missing = missingRequiredFields(RequestLogSchema, input, derivedFields);
   if (missing.length > 0) throw requiredFieldsError(missing.map((path) => `${where}.${path}`));
@@ -69,20 +91,24 @@ export function prepareRequestLog(
   }
   checkNotFuture(log.endTime, endGiven ? `${where}.end_time` : `${where}.end_time (start_time + latency)`, limits, latest);
   if (!latencyGiven) log.latency = log.endTime === 0n ? 0n : log.endTime - log.startTime;
+  log.resource = privacy.redact.url(input.resource);
+  if (input.referrer !== "") log.referrer = privacy.redact.url(input.referrer);
   // Setting the remaining required fields to their (proto default) values
   // marks them present, so that every reply carries them.
-  log.ip = input.ip;
+  const givenIp = input.ip;
+  log.ip = privacy.ip(givenIp);
   log.mcycles = input.mcycles;
   log.httpVersion = input.httpVersion;
   log.status = input.status;
   log.responseSize = input.responseSize;
   log.urlMapEntry = input.urlMapEntry;
   const derivedCombined = formatCombined(log);
-  log.combined = input.combined !== "" ? input.combined : derivedCombined;
+  log.combined = input.combined !== "" ? givenCombined(input.combined, givenIp, log.ip, privacy) : derivedCombined;
 
   const lines = checkLines(
     incomingLines.map((l) => ({ time: l.time, level: l.level, message: l.logMessage })),
     limits,
+    privacy,
     `${where}.line`,
     latest,
   );

@@ -10,6 +10,7 @@ import type { Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { decodeMessage } from "./decode-message.js";
 import { type PreparedIngest, type PreparedWrite, prepareIngest, prepareWrite } from "./prepare-batches.js";
+import { createPrivacy, type PrivacyOptions } from "./privacy.js";
 import { verifyUtf8 } from "./strict-utf8.js";
 
 export interface PrepareTask {
@@ -31,7 +32,8 @@ export type PrepareResult =
   | { ingest: Plain<PreparedIngest> }
   | { refused: Refusal };
 
-const { limits } = workerData as { limits: Limits };
+const { limits, privacyOptions } = workerData as { limits: Limits; privacyOptions: PrivacyOptions };
+const privacy = createPrivacy(privacyOptions);
 verifyUtf8(WriteRequestSchema);
 verifyUtf8(IngestRequestSchema);
 
@@ -41,10 +43,10 @@ const plain = (err: ReqlogError | undefined): Refusal | undefined =>
 export default function prepare({ kind, bytes }: PrepareTask): PrepareResult {
   try {
     if (kind === "write") {
-      const batch = prepareWrite(decodeMessage(WriteRequestSchema, bytes), limits);
+      const batch = prepareWrite(decodeMessage(WriteRequestSchema, bytes), limits, privacy);
       return { write: { ...batch, tooMany: plain(batch.tooMany), invalid: plain(batch.invalid) } };
     }
-    const batch = prepareIngest(decodeMessage(IngestRequestSchema, bytes), limits);
+    const batch = prepareIngest(decodeMessage(IngestRequestSchema, bytes), limits, privacy);
     return { ingest: { ...batch, invalid: plain(batch.invalid) } };
   } catch (err) {
     return { refused: plain(ReqlogError.from(err))! };

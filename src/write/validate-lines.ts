@@ -2,6 +2,7 @@ import type { UserAppLogLine } from "../../gen/reqlog/v1/log_service_pb.js";
 import { exceeded, type Limits } from "../limits.js";
 import type { AppLine } from "../domain/records.js";
 import { ReqlogError } from "../reqlog-error.js";
+import type { Privacy } from "./privacy.js";
 import { systemClock } from "../clock.js";
 import { checkNotFuture, latestTime } from "./time-window.js";
 
@@ -33,18 +34,33 @@ export function checkLine(line: IncomingLine, limits: Limits, where: string, lat
   }
 }
 
-/** Checks the count of a batch of lines and each line; returns them with positions. */
+/**
+ * Checks one line (checkLine) and returns it as stored, at position `pos`
+ * of its flush: its message redacted (privacy.ts). Every path that stores
+ * app lines (Flush, Write, Ingest, OTLP) takes them through here.
+ */
+export function prepareLine(
+  line: IncomingLine,
+  limits: Limits,
+  privacy: Privacy,
+  where: string,
+  pos: number,
+  latest: bigint,
+): AppLine {
+  checkLine(line, limits, where, latest);
+  return { time: line.time, level: Number(line.level), message: privacy.redact.text(line.message), pos };
+}
+
+/** Checks the count of a batch of lines and each line; returns them with positions, redacted. */
 export function checkLines(
   lines: readonly IncomingLine[],
   limits: Limits,
+  privacy: Privacy,
   where: string,
   latest: bigint = latestTime(limits, systemClock()),
 ): AppLine[] {
   if (lines.length > limits.maxLinesPerFlush) {
     throw exceeded(limits, "maxLinesPerFlush", lines.length, `number of lines in ${where}`);
   }
-  return lines.map((line, pos) => {
-    checkLine(line, limits, `${where}[${pos}]`, latest);
-    return { time: line.time, level: Number(line.level), message: line.message, pos };
-  });
+  return lines.map((line, pos) => prepareLine(line, limits, privacy, `${where}[${pos}]`, pos, latest));
 }

@@ -38,9 +38,39 @@ describe("reqlog read", () => {
     expect(rows[0].line[0].logMessage).toBe("Stars are disabled.");
   });
 
-  it("prints a table", async () => {
+  it("prints a table under a header naming its columns", async () => {
     const { stdout } = await read("--output", "table", "--regex", "zip");
-    expect(stdout).toBe("2026-11-18T11:06:40.250Z  302  GET       250ms  default:v1  /api/v1/repos/a/b/actions/artifacts/7/zip\n");
+    expect(stdout).toBe(
+      "time (UTC)                status  method  latency  module:version  resource\n" +
+        "2026-11-18T11:06:40.250Z  302     GET       250ms  default:v1  /api/v1/repos/a/b/actions/artifacts/7/zip\n",
+    );
+  });
+
+  it("prints no latency as - for a request whose writer had none (an access log without $request_time)", async () => {
+    await ts.write(minimalLog({ requestId: rid("imported"), startTime: t0 + 5_000_000n, endTime: t0 + 5_000_000n, status: 200, resource: "/imported" }));
+    const { stdout } = await read("--output", "table", "--regex", "imported");
+    expect(stdout.split("\n")[1]).toBe("2026-11-18T11:06:45.000Z  200     GET           -  default:v1  /imported");
+  });
+
+  it("says on stderr, naming --app, when the app has no stored requests (a misspelt app is not silence)", async () => {
+    const { code, stdout, stderr } = await runCli(["read", "--server", ts.server.address, "--app", "froge"]);
+    expect([code, stdout]).toEqual([0, ""]);
+    expect(stderr).toBe('no requests are stored for app "froge": check --app (the app_id your servers write)\n');
+  });
+
+  it("says so on stderr when the app's requests match none of the filters, with the newest one's time", async () => {
+    const { code, stdout, stderr } = await read("--regex", "no-such-path");
+    expect([code, stdout]).toEqual([0, ""]);
+    expect(stderr).toBe('no requests of app "forge" match; its newest is from 2026-11-18T11:06:41.050Z\n');
+  });
+
+  it("names --token and REQLOG_TOKEN when the server needs a token", async () => {
+    const { token } = await ts.backend.tokens.create({ name: "cli", scopes: ["read:logs"] });
+    const missing = await read();
+    expect([missing.code, missing.stderr]).toEqual([2, "reqlog: this server needs an access token: give one with --token or REQLOG_TOKEN\n"]);
+    const wrong = await read("--token", "rql_not-a-token");
+    expect(wrong.stderr).toBe("reqlog: invalid or revoked access token: give one with --token or REQLOG_TOKEN\n");
+    expect((await read("--token", token, "--output", "json")).code).toBe(0);
   });
 
   it("pages through offsets up to --limit", async () => {
@@ -71,7 +101,7 @@ describe("reqlog read", () => {
     await ts.write(minimalLog({ requestId: rid("new"), endTime: t0 + 9_000_000n, method: "DELETE", resource: "/api/v1/admin/hooks/99", status: 404 }));
     while (!out.includes("/api/v1/admin/hooks/99") && Date.now() - written < 5000) await new Promise((r) => setTimeout(r, 10));
     expect(Date.now() - written).toBeLessThan(1000);
-    expect(out).toContain("404  DELETE   9000ms  default:v1  /api/v1/admin/hooks/99");
+    expect(out).toContain("404     DELETE   9000ms  default:v1  /api/v1/admin/hooks/99");
     child.kill("SIGINT");
     expect(await new Promise((r) => child.once("close", r))).toBe(0);
   });

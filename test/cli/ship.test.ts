@@ -23,7 +23,7 @@ describe("reqlog ship without --follow (a cron job)", () => {
     const ship = () => runCli(["ship", "--server", ts.server.address, "--app", "forge", "--state", state, log]);
     const first = await ship();
     expect([first.code, first.stdout]).toEqual([0, `shipped ${log}: 3 lines read, 3 records stored, 0 rejected\n`]);
-    expect(first.stderr).toBe(`reqlog ship: following ${log} (state: ${state})\n`);
+    expect(first.stderr).toBe(`reqlog ship: shipping ${log} (state: ${state})\n`);
     const saved = JSON.parse(readFileSync(state, "utf8"));
     expect(saved).toEqual({ version: 1, files: [{ path: log, identity: expect.stringMatching(/^[0-9a-f]{16}$/), offset: 3 * line(1).length, line: 3 }] });
 

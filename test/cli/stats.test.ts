@@ -24,11 +24,16 @@ beforeEach(async () => {
 
 const stats = (...args: string[]) => runCli(["stats", "--server", ts.server.address, "--app", "forge", ...args]);
 
+/** The lines `reqlog stats` prints with these flags, once it has exited 0. */
+async function statsLines(...args: string[]): Promise<string[]> {
+  const { code, stdout, stderr } = await stats(...args);
+  expect([code, stderr]).toEqual([0, ""]);
+  return stdout.trimEnd().split("\n");
+}
+
 describe("reqlog stats", () => {
   it("prints a row per route and status class for the whole range, the total, and the top lists", async () => {
-    const { code, stdout } = await stats();
-    expect(code).toBe(0);
-    expect(stdout.trimEnd().split("\n")).toEqual([
+    expect(await statsLines()).toEqual([
       "bucket (UTC)      route                class  requests  errors  bytes     p50     p90     p99     max",
       "2026-11-18 12:00  /api/v1/admin/hooks  4xx           1       0      0  30.0ms  30.0ms  30.0ms  30.0ms",
       "2026-11-18 12:00  /api/v1/teams/{id}   2xx           5       0  5,000  1.88ms  7.51ms  7.51ms  8.00ms",
@@ -56,8 +61,7 @@ describe("reqlog stats", () => {
   });
 
   it("splits by hour and version, filters status classes and leaves out bots", async () => {
-    const { stdout } = await stats("--resolution", "1", "--per-version", "--status-class", "2xx", "--exclude-bots", "--top", "0");
-    expect(stdout.trimEnd().split("\n")).toEqual([
+    expect(await statsLines("--resolution", "1", "--per-version", "--status-class", "2xx", "--exclude-bots", "--top", "0")).toEqual([
       "bucket (UTC)      route               class  version     requests  errors  bytes     p50     p90     p99     max",
       "2026-11-18 12:00  /api/v1/teams/{id}  2xx    default/v1         3       0  3,000  3.75ms  7.51ms  7.51ms  8.00ms",
       "2026-11-18 13:00  /api/v1/teams/{id}  2xx    default/v1         2       0  2,000   939µs  1.50ms  1.50ms  1.50ms",
@@ -80,17 +84,14 @@ describe("reqlog stats", () => {
   });
 
   it("prints a row per hour with each status class's requests (--split none), or per hour and class (--split class)", async () => {
-    const { code, stdout } = await stats("--resolution", "1", "--split", "none", "--top", "0");
-    expect(code).toBe(0);
-    expect(stdout.trimEnd().split("\n")).toEqual([
+    expect(await statsLines("--resolution", "1", "--split", "none", "--top", "0")).toEqual([
       "bucket (UTC)      requests  errors  bytes     p50     p90     p99     max  1xx  2xx  3xx  4xx  5xx  other",
       "2026-11-18 12:00         5       1  4,000  7.51ms   240ms   240ms   250ms    0    3    0    1    1      0",
       "2026-11-18 13:00         2       0  2,000   939µs  1.50ms  1.50ms  1.50ms    0    2    0    0    0      0",
       "total                    7       1  6,000  3.75ms   240ms   240ms   250ms",
       "(2026-11-18 12:00 to 2026-11-18 14:00 UTC; latency percentiles within one histogram bucket, ~19%)",
     ]);
-    const byClass = await stats("--split", "class", "--top", "0");
-    expect(byClass.stdout.trimEnd().split("\n").slice(0, 4)).toEqual([
+    expect((await statsLines("--split", "class", "--top", "0")).slice(0, 4)).toEqual([
       "bucket (UTC)      class  requests  errors  bytes     p50     p90     p99     max",
       "2026-11-18 12:00  2xx           5       0  5,000  1.88ms  7.51ms  7.51ms  8.00ms",
       "2026-11-18 12:00  4xx           1       0      0  30.0ms  30.0ms  30.0ms  30.0ms",

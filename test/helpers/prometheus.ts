@@ -4,10 +4,33 @@
  * a data folder of the test's, scraping and evaluating every second. Also
  * promtool, from the same package.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { packageRoot } from "../../src/package-root.js";
 import { freePort, startLocalProcess, withDebianPackage } from "./local-process.js";
+
+/** The rules reqlog ships (docs/alerts/reqlog-rules.yml). */
+export const rulesFile = join(packageRoot(), "docs", "alerts", "reqlog-rules.yml");
+
+/**
+ * The shipped rules with every window, offset and `for` shortened, so that
+ * what takes minutes in production takes seconds here (1 s scrapes and
+ * evaluations); a duration the table does not know fails the test, so a new
+ * rule is shortened on purpose, not by accident.
+ */
+export function shortenedRules(text = readFileSync(rulesFile, "utf8")): string {
+  const windows: Record<string, string> = { "5m": "10s", "10m": "20s", "30m": "20s", "1h": "30s", "2h": "30s", "6h": "60s", "1d": "60s", "3d": "60s" };
+  const shorter = (d: string) => {
+    const s = windows[d];
+    if (s === undefined) throw new Error(`the rules use a window of ${d} that shortenedRules does not know`);
+    return s;
+  };
+  return text
+    .replace(/\[(\w+)\]/g, (_, d: string) => `[${shorter(d)}]`)
+    .replace(/offset (\w+)/g, (_, d: string) => `offset ${shorter(d)}`)
+    .replace(/^(\s+)for: \w+$/gm, "$1for: 0s");
+}
 
 /** promtool's path, installing Debian's prometheus when it is missing. */
 export function promtool(): string {

@@ -18,6 +18,7 @@ import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createLogger } from "../../src/logger.js";
 import { type ReqlogServer, type ReqlogServerOptions, startReqlogServer } from "../../src/reqlog-server.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
+import { defaultPrivacyOptions, type PrivacyOptions } from "../../src/write/privacy.js";
 import { t0 } from "./fixtures.js";
 import { createTestClient, type TestClient } from "./test-client.js";
 
@@ -46,6 +47,8 @@ export interface TestServerOptions {
   /** TLS for the server; the client then connects with `clientTls`. */
   credentials?: ServerCredentials;
   clientTls?: SecureClientSessionOptions;
+  /** Redaction and IP anonymisation (default: as `reqlog serve` with no privacy flags). */
+  privacy?: Partial<PrivacyOptions>;
 }
 
 /** Read request fields, as a test writes them. */
@@ -98,6 +101,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     credentials: options.credentials,
     monotonicNow: options.monotonicNow,
     prepareWorkers: options.prepareWorkers,
+    privacy: { ...defaultPrivacyOptions, ...options.privacy },
     appMetrics: options.appMetrics,
     alertmanager: options.alertmanager,
   });

@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import { createMetrics } from "../../src/metrics/metrics.js";
 import { createRequestMetrics, durationBoundsSeconds } from "../../src/metrics/request-metrics.js";
 import type { FinishedRequest } from "../../src/store/store.js";
 import { statsFactsOf } from "../../src/write/stats-facts.js";
@@ -91,5 +92,17 @@ describe("request metrics", () => {
     const check = spawnSync(promtool, ["check", "metrics"], { input: metrics.text(), encoding: "utf8" });
     expect(check.stderr + check.stdout).toBe("");
     expect(check.status).toBe(0);
+  });
+});
+
+describe("the metrics of a server (createMetrics)", () => {
+  it("counts no request that ended longer than maxAge before it was stored, and counts it as late", async () => {
+    const nowMs = 1_795_000_000_000;
+    const metrics = createMetrics({ openTails: () => 0 }, { maxSeriesPerApp: 100, maxAgeMs: 3_600_000, now: () => nowMs });
+    const ended = (msAgo: number) => finished({ startTime: BigInt(nowMs - msAgo) * 1000n, endTime: BigInt(nowMs - msAgo) * 1000n });
+    metrics.writes.finished([ended(1000), ended(3_599_000), ended(3_601_000), ended(86_400_000)]);
+    const text = await metrics.scrape();
+    expect(sample(text, "http_server_request_duration_seconds_count", `${forge},http_route="/api/v1/repos/{owner}/{repo}",http_request_method="GET",http_response_status_code="200"`)).toBe(2);
+    expect(sample(text, "reqlog_metrics_late_total", 'app="forge",kind="requests"')).toBe(2);
   });
 });

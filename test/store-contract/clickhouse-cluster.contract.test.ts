@@ -6,6 +6,7 @@ import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { defaultLimits } from "../../src/limits.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseCluster, startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
+import { openAlternating } from "./alternating-backend.js";
 import { describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse and ZooKeeper may first install them (apt-get): minutes on a fresh machine.
@@ -99,4 +100,11 @@ describe("a ClickHouse cluster of two shards", () => {
 describeStoreContract("ClickHouse (two shards)", async (now) => {
   await emptyShards();
   return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now }));
+});
+
+describeStoreContract("ClickHouse (two shards, two servers)", async (now) => {
+  await emptyShards();
+  return reopenable(() =>
+    openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now })),
+  );
 });

@@ -20,12 +20,14 @@ import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { openAlternating } from "./alternating-backend.js";
 import { describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse may first install it (apt-get): minutes on a fresh machine. Every
 // write is a round trip to ClickHouse: the property tests (a hundred runs of writes and
-// pages each) take longer than the 30 s the SQLite suite fits in.
-vi.setConfig({ hookTimeout: 600_000, testTimeout: 120_000 });
+// pages each) take longer than the 30 s the SQLite suite fits in; with two servers (a few
+// more queries a write and a page) over two minutes on a loaded machine.
+vi.setConfig({ hookTimeout: 600_000, testTimeout: 360_000 });
 
 // One ClickHouse server for the file, on loopback with a folder of its own, in memory:
 // every tiny insert of a test writes a part of a file per column.
@@ -44,6 +46,17 @@ describeStoreContract("ClickHouse (one node)", async (now) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   return reopenable(
     () => openClickHouseBackend({ url: server.url, database, now }),
+    async () => {
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    },
+  );
+});
+
+// Two servers on one database (two backends, as two `reqlog serve` would be), every call alternating.
+describeStoreContract("ClickHouse (one node, two servers)", async (now) => {
+  const database = `reqlog_contract_${process.pid}_${++databases}`;
+  return reopenable(
+    () => openAlternating(() => openClickHouseBackend({ url: server.url, database, now })),
     async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
@@ -135,6 +148,30 @@ describe("ClickHouse retention", () => {
     const result = await server.client.query({ query: `SELECT count() AS n FROM ${database}.${table}`, format: "JSONEachRow" });
     return Number(((await result.json()) as { n: string }[])[0]!.n);
   };
+
+  it("runs once per period across servers: a run another server just finished is not run again", async () => {
+    const database = `reqlog_retention_once_${process.pid}`;
+    const now = t0;
+    const open = () => openClickHouseBackend({ url: server.url, database, now: () => now, maintenanceEveryMs: 60_000 });
+    const [a, b] = await Promise.all([open(), open()]);
+    try {
+      const old = (id: string) => minimalLog({ requestId: rid(id), startTime: now - 2n * dayUs, endTime: now - 2n * dayUs });
+      await a.store.write(prepared(old("a1"), old("a2")), signal);
+      expect(await a.maintenance.expire(now - dayUs, 100, signal)).toBe(2);
+      await b.maintenance.compact(now - dayUs, signal);
+      await b.store.write(prepared(old("b1")), signal);
+      // b's run comes within a minute of a's: it leaves the work to the next period.
+      expect(await b.maintenance.expire(now - dayUs, 100, signal)).toBe(0);
+      await a.maintenance.compact(now - dayUs, signal);
+      expect(await storedRows(database, "seq_marks")).toBeGreaterThan(0);
+      const runs = await server.client.query({ query: `SELECT key, count() AS n FROM ${database}.meta WHERE key IN ('expired_at', 'compacted_at') GROUP BY key ORDER BY key`, format: "JSONEachRow" });
+      expect(await runs.json()).toEqual([{ key: "compacted_at", n: "1" }, { key: "expired_at", n: "1" }]);
+    } finally {
+      await a.close();
+      await b.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
 
   it("drops a day of requests, with their lines and tombstones, once retention has expired all of it", async () => {
     const database = `reqlog_retention_${process.pid}`;
@@ -241,8 +278,8 @@ describe("ClickHouse paging while a write is in flight", () => {
     const storedOnce = new Promise<void>((resolve) => (stored = resolve));
     const interpose = (sql: SqlClient): SqlClient => ({
       ...sql,
-      async insertText(table, columns, text) {
-        await sql.insertText(table, columns, text);
+      async insertText(table, columns, text, queryId) {
+        await sql.insertText(table, columns, text, queryId);
         if (held && table === "request_changes") {
           stored();
           await held;
@@ -384,6 +421,7 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
         { version: 1, name: "001-init" },
         { version: 2, name: "002-positions" },
         { version: 3, name: "003-group-rollups" },
+        { version: 4, name: "004-servers" },
         { version: 6, name: "006-search" },
       ]);
       expect(await columnsOf()).toEqual(expect.arrayContaining(["usage_requests", "stats_max_latency", "client_errors"]));
@@ -461,9 +499,11 @@ describe("ClickHouse migration 006 (the search index)", () => {
       expect(await backend.maintenance.expire(t0 + 2n, 10, signal)).toBe(1); // zip: a tombstone, no postings
       await write(backend, "zip", "/api/v1/repos/alice/app/actions/artifacts/48213/zip"); // a new incarnation
       await backend.close();
-      // The database as migration 003 left it: no search tables, 006 not recorded.
-      for (const view of ["request_changes_7_search_postings", "request_changes_7_search_terms"]) await command(`DROP TABLE DB.${view}`);
-      for (const table of ["search_postings", "search_terms"]) await command(`DROP TABLE DB.${table}`);
+      // The database as migration 003 left it: neither the servers' tables (004) nor the search index (006).
+      for (const view of ["request_changes_0_app_seqs", "request_changes_6_keys", "request_changes_7_search_postings", "request_changes_7_search_terms"]) {
+        await command(`DROP TABLE DB.${view}`);
+      }
+      for (const table of ["servers", "request_keys", "app_seqs", "search_postings", "search_terms"]) await command(`DROP TABLE DB.${table}`);
       await command("TRUNCATE TABLE DB.schema_migrations");
       await command("INSERT INTO DB.schema_migrations (version, name) VALUES (1, '001-init'), (2, '002-positions'), (3, '003-group-rollups')");
 
@@ -471,7 +511,7 @@ describe("ClickHouse migration 006 (the search index)", () => {
       backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose, searchIndex: "always" });
       try {
         const applied = await server.client.query({ query: `SELECT version FROM ${database}.schema_migrations ORDER BY version`, format: "JSONEachRow" });
-        expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 6 }]);
+        expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 6 }]);
         expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["zip"], indexed: true });
         expect(await matching(backend, "ci-bot/proto/raw/go\\.mod")).toEqual({ ids: ["gone", "mod"], indexed: true });
         expect(await matching(backend, "curl/8\\.5")).toEqual({ ids: ["mod"], indexed: true });
@@ -525,6 +565,41 @@ describe("ClickHouse paging far above the data", () => {
       // Nothing below the end time (an hour before the requests'): no window after the first.
       expect((await read({ count: 10n, endTime: t0 - 3_600_000_000n })).records).toEqual([]);
       expect(windows).toBe(1);
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse write observers when an insert fails", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+  it("tells nothing of a group whose INSERT ClickHouse refused, and tells of the request once it is stored", async () => {
+    const database = `reqlog_observer_${process.pid}`;
+    let failNext = false;
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      async insertText(table, columns, text) {
+        if (failNext && table === "request_changes") {
+          failNext = false;
+          throw new Error("Code: 241. DB::Exception: Memory limit exceeded (a fault put in by the test)");
+        }
+        await sql.insertText(table, columns, text);
+      },
+    });
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0, interpose });
+    try {
+      const told: string[] = [];
+      backend.store.observeWrites({ finished: (rs) => void told.push(...rs.map((r) => decoder.decode(r.log.requestId))) }, signal);
+      const write = (name: string) =>
+        backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + 1n }), defaultLimits, "log")], signal);
+      failNext = true;
+      await expect(write("a")).rejects.toThrow();
+      expect(told).toEqual([]);
+      await write("a");
+      await write("a");
+      expect(told).toEqual(["a"]);
     } finally {
       await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });

@@ -44,9 +44,11 @@ import type {
   StatsBucket,
   StatsRecord,
   StatsRoute,
+  NewLines,
   Store,
   UsageBucket,
   UsageResult,
+  WriteObserver,
   WriteResult,
 } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
@@ -292,6 +294,92 @@ export function describeStoreContract(name: string, open: OpenBackend): void {
     describeCancellation(h);
     describeOffsetKey(h, open);
     describeStats(h);
+    describeWriteObservers(h);
+  });
+}
+
+/** What a write observer was told, request by request and line by line, and whether each was readable when told. */
+function watch(h: Harness, lines: boolean, until = signal) {
+  const finished: { id: string; status: number; route: string; maxLevel: number }[] = [];
+  const newLines: string[] = [];
+  const visible: Promise<boolean>[] = [];
+  const observer: WriteObserver = {
+    finished(requests) {
+      for (const r of requests) {
+        finished.push({ id: idOf(r.log), status: r.log.status, route: r.facts.route, maxLevel: r.maxLevel });
+        // Told after the commit: the request reads back finished at once.
+        visible.push(h.store.getRequests(r.log.appId, [r.log.requestId], signal).then((found) => found[0]?.finished === true));
+      }
+    },
+    ...(lines ? { lines: (stored: readonly NewLines[]) => void newLines.push(...stored.flatMap((s) => s.lines.map((l) => `${s.request.versionId}:${l.message}`))) } : {}),
+  };
+  h.store.observeWrites(observer, until);
+  return { finished, newLines, allVisible: async () => (await Promise.all(visible)).every(Boolean) };
+}
+
+function describeWriteObservers(h: Harness): void {
+  describe("write observers (what the request metrics count)", () => {
+    it("tells of each request once, when it is first stored finished, after its write committed", async () => {
+      const told = watch(h, false);
+      h.now = t0 + 1_000n;
+      const a = (status: number, finished = true) => minimalLog({ requestId: rid("a"), endTime: finished ? t0 + 50n : undefined, status, finished });
+      await h.write(a(0, false)); // in progress: not yet
+      expect(told.finished).toEqual([]);
+      await h.write(a(200)); // finished: once
+      await h.write(a(200)); // sent again
+      await h.write(a(503)); // rewritten
+      await h.write(a(500, false)); // a late in-progress write
+      expect(told.finished.map((f) => `${f.id} ${f.status}`)).toEqual(["a 200"]);
+      // Lines first (a placeholder), then the record: once, with the lines' highest level.
+      await h.flush(requestOf("b"), logLine(t0 + 1n, 3, "failed to reach storage"));
+      await h.write(minimalLog({ requestId: rid("b"), endTime: t0 + 60n, status: 502, resource: "/api/v1/teams/42", line: [logLine(t0 + 2n, 1, "ok")] }));
+      // Two of one request in one write: once.
+      await h.write(minimalLog({ requestId: rid("c"), endTime: t0 + 70n }), minimalLog({ requestId: rid("c"), endTime: t0 + 71n, status: 201 }));
+      // An Ingest batch's record, and the same request of another app.
+      await h.store.ingest(prepare(minimalLog({ requestId: rid("d"), endTime: t0 + 80n })), [], signal);
+      await h.write(minimalLog({ appId: "other", requestId: rid("a"), endTime: t0 + 90n }));
+      expect(told.finished).toEqual([
+        { id: "a", status: 200, route: "/api/v1/repos/{owner}/{repo}", maxLevel: -1 },
+        { id: "b", status: 502, route: "/api/v1/teams/{id}", maxLevel: 3 },
+        // The first of the two: the second rewrote a finished record.
+        { id: "c", status: 0, route: "/api/v1/repos/{owner}/{repo}", maxLevel: -1 },
+        { id: "d", status: 0, route: "/api/v1/repos/{owner}/{repo}", maxLevel: -1 },
+        { id: "a", status: 0, route: "/api/v1/repos/{owner}/{repo}", maxLevel: -1 },
+      ]);
+      expect(await told.allVisible()).toBe(true);
+    });
+
+    it("tells nothing of a write that failed, and all of the writes committed beside it", async () => {
+      const told = watch(h, true);
+      const broken = prepare(minimalLog({ requestId: rid("d"), endTime: t0 + 9n }));
+      // A line the writer cannot size: the write fails inside its transaction, after its first record was written.
+      broken[0]!.lines = [{ time: t0, level: 1, message: undefined as unknown as string, pos: 0 }];
+      const [ok, failed] = await Promise.allSettled([
+        h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 5n, line: [logLine(t0, 1, "a line")] })),
+        h.store.write([...prepare(minimalLog({ requestId: rid("c"), endTime: t0 + 7n, line: [logLine(t0, 1, "c line")] })), ...broken], signal),
+      ]);
+      expect(ok.status).toBe("fulfilled");
+      expect(failed.status).toBe("rejected");
+      expect(await h.stored("a", "c", "d")).toHaveLength(1);
+      expect(told.finished.map((f) => f.id)).toEqual(["a"]);
+      expect(told.newLines).toEqual(["v1:a line"]);
+    });
+
+    it("tells an observer that takes lines of each new line once, with its request, and stops at its signal", async () => {
+      const stop = new AbortController();
+      const told = watch(h, true, stop.signal);
+      const one = logLine(t0 + 1n, 1, "one");
+      await h.flush(requestOf("a", { versionId: "v0" }), one, logLine(t0 + 2n, 3, "two"));
+      await h.flush(requestOf("a", { versionId: "v0" }), one);
+      await h.write(minimalLog({ requestId: rid("a"), endTime: t0 + 5n, line: [one, logLine(t0 + 3n, 2, "three")] }));
+      await h.store.ingest([], [{ request: requestOf("b"), lines: appLines(logLine(t0 + 4n, 4, "four")) }], signal);
+      expect(told.newLines).toEqual(["v0:one", "v0:two", "v1:three", "v1:four"]);
+      expect(told.finished.map((f) => `${f.id} ${f.maxLevel}`)).toEqual(["a 3"]);
+      stop.abort();
+      await h.write(minimalLog({ requestId: rid("e"), endTime: t0 + 6n, line: [logLine(t0 + 5n, 1, "five")] }));
+      expect(told.newLines).toHaveLength(4);
+      expect(told.finished).toHaveLength(1);
+    });
   });
 }
 
@@ -1619,7 +1707,7 @@ function describeStats(h: Harness): void {
       // A request that ends in the year 3000, stored by a writer that did not bound end times (as reqlog once did).
       const far = 32_503_680_000n * sec;
       const log = request("far", 0n, "/api/v1/teams/9", 200, 1000n, { startTime: far - 1000n, endTime: far });
-      await h.store.write([prepareRequestLog(log, defaultLimits, "log[0]", far)], signal);
+      await h.store.write([prepareRequestLog(log, defaultLimits, "log[0]", { latest: far })], signal);
       const days = Math.ceil((hourOf(far) + 1 - hour) / 24);
       const err = await failure(stats({ startTime: h0 / sec, resolutionHours: 24 }, { maxStatsRecords: 1000 }));
       expect(err.code).toBe(Code.RESOURCE_EXHAUSTED);

@@ -114,6 +114,9 @@ describe("a route's search regex", () => {
     expect(re.test(line("GET /api/v1/repos/alice/app/actions/artifacts/123/zip?x=1 HTTP/1.1"))).toBe(true);
     expect(re.test(line("GET /api/v1/repos/alice/app/actions/artifacts/123/zip/raw HTTP/1.1"))).toBe(false);
     expect(re.test(line("GET /api/v1/repos/alice/actions/artifacts/123/zip HTTP/1.1"))).toBe(false);
+    // A record without an HTTP version: the path ends the request line.
+    expect(re.test(line("GET /api/v1/repos/alice/app/actions/artifacts/123/zip"))).toBe(true);
+    expect(re.test(line("GET /api/v1/repos/alice/app/actions/artifacts/123/zip/raw"))).toBe(false);
   });
 
   it("escapes what RE2 would read as syntax, and offers nothing for routes that are not paths", () => {

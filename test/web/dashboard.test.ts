@@ -214,6 +214,32 @@ describe("the dashboard", () => {
     await expect(results.locator(".code").textContent()).resolves.toBe("invalid_argument");
   });
 
+  it("asks for a token once, in the token panel, rather than with a red box in every panel", async () => {
+    await ts.write(...seed());
+    await ts.backend.tokens.create({ name: "dashboard", scopes: ["read:logs"] });
+    await open(`?app=forge&from=${iso(h0)}&to=${iso(h0 + 4 * hour)}`);
+    await page.locator('[data-testid="kpis"][data-state="error"]').waitFor();
+    await expect(page.locator(".token-panel .prompt").textContent()).resolves.toContain("This server needs an access token");
+    expect(await page.locator(".problem").count()).toBe(0);
+    expect(await page.locator('[role="alert"]:visible').count()).toBe(1);
+    await expect(page.locator('[data-testid="kpis"]').textContent()).resolves.toContain("needs an access token");
+  });
+
+  it("says where the app's newest request is when the range holds none, and shows no latency as such", async () => {
+    const imported = minimalLog({ requestId: rid("imported"), startTime: usec(h0 + 3 * hour), endTime: usec(h0 + 3 * hour), resource: "/imported" });
+    await ts.write(...seed(), imported);
+    await open("?app=forge&view=requests"); // the default range, the last 24 hours: the seed is days older
+    const note = page.locator('[data-testid="results"] [data-testid="empty-range"]');
+    await note.locator('[data-testid="show-all"]').waitFor();
+    await expect(note.textContent()).resolves.toBe(
+      "No requests in this range. The newest request of “forge” is from 2026-11-18 15:00:00.000 UTC: show everything stored.",
+    );
+    await note.locator('[data-testid="show-all"]').click();
+    await ready("results");
+    const row = page.locator("tr.request", { has: page.locator("td.resource", { hasText: "/imported" }) });
+    await expect(row.locator("td.latency").textContent()).resolves.toBe("no latency");
+  });
+
   it("asks for a token on a server with tokens, then sends it as a bearer token from session storage", async () => {
     await ts.write(...seed());
     const { token } = await ts.backend.tokens.create({ name: "dashboard", scopes: ["read:logs"] });

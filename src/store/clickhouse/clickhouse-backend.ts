@@ -1,7 +1,7 @@
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
-import { createChangeSequence } from "./change-sequence.js";
+import { createCommittedWrites } from "../committed-writes.js";
 import { createClickHouseStatuses } from "./clickhouse-statuses.js";
 import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
@@ -17,6 +17,10 @@ import { createTableLayout } from "./table-layout.js";
 import { storageError } from "./storage-error.js";
 import { createTailChanges } from "./read/tail-changes.js";
 import { createWriteBatcher } from "./write/write-batcher.js";
+import { createKeyFeed } from "./write/key-feed.js";
+import { sameMarks, type Snapshot } from "./read/snapshot.js";
+import { createDatabaseLock } from "./servers/ddl-lock.js";
+import { claimServerSlot } from "./servers/server-slots.js";
 
 export interface ClickHouseBackendOptions {
   /** The HTTP interface, e.g. http://127.0.0.1:8123. */
@@ -41,7 +45,16 @@ export interface ClickHouseBackendOptions {
    * ("always"), or never ("never"): how the tests compare the two.
    */
   searchIndex?: "auto" | "always" | "never";
+  /**
+   * Retention or compaction that another server on the database finished
+   * less than this long ago is not run again (ms; 0, the default: always
+   * run). `reqlog serve` passes just under its housekeeping interval.
+   */
+  maintenanceEveryMs?: number;
 }
+
+/** How often a server looks for other servers' new marks while a Tail is subscribed. */
+const watchMs = 250;
 
 /** Retention's and compaction's scans of every request may take a while on a large store. */
 const requestTimeoutMs = 300_000;
@@ -87,8 +100,9 @@ function searchOf(sql: SqlClient, use: "auto" | "always" | "never") {
 
 /**
  * Opens (creating and migrating) a ClickHouse database as a reqlog backend.
- * One process writes a database: the change sequence lives in it (see
- * change-sequence.ts).
+ * Any number of servers may open one database at once: each claims a slot
+ * of its own (server-slots.ts) and finds what the others wrote in
+ * ClickHouse (docs/architecture.md, "many servers, one database").
  */
 export async function openClickHouseBackend(options: ClickHouseBackendOptions): Promise<Backend> {
   const layout = createTableLayout(options.database, options.cluster);
@@ -102,55 +116,106 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   } finally {
     await bootstrap.close();
   }
-  // Migrations on a client of their own, whose requests may take hours.
+  // Migrations on a client of their own, whose requests may take hours; one server at a time.
   const migrator = clientOf(options, options.database, migrationTimeoutMs);
   try {
-    await migrate(createSqlClient(migrator), layout);
+    const sql = createSqlClient(migrator);
+    await migrate(sql, layout, Infinity, createDatabaseLock(sql, layout, options.database, "reqlog_lock"));
   } catch (err) {
     throw storageError(err);
   } finally {
     await migrator.close();
   }
   const client = clientOf(options, options.database);
-  const sql = (options.interpose ?? ((sql) => sql))(createSqlClient(client));
-  let meta: Awaited<ReturnType<typeof loadMeta>>;
-  let known: KnownKeys;
+  // (The servers' own bookkeeping, heartbeats included, goes around a test's interposer.)
+  const direct = createSqlClient(client);
+  const sql = (options.interpose ?? ((sql) => sql))(direct);
+  const lock = createDatabaseLock(direct, layout, options.database, "reqlog_lock");
+  const now = options.now ?? systemClock;
+  let opened: { meta: Awaited<ReturnType<typeof loadMeta>>; slots: Awaited<ReturnType<typeof claimServerSlot>>; known: KnownKeys; marks: Snapshot };
   try {
-    meta = await loadMeta(sql);
-    known = await loadKnownKeys(sql);
+    const meta = await loadMeta(sql);
+    const slots = await claimServerSlot(direct, lock);
+    // The marks first: every key they hold is then among those loaded.
+    const marks = await slots.marks(now());
+    opened = { meta, slots, known: await loadKnownKeys(sql), marks };
   } catch (err) {
     await client.close();
     throw storageError(err);
   }
+  const { meta, slots, known } = opened;
+  const feed = createKeyFeed(sql, known, slots.clock.slot);
+  feed.loaded(opened.marks);
 
-  const now = options.now ?? systemClock;
-  const seq = createChangeSequence(meta.lastSeq);
   const history = { floor: meta.movesFloor };
   const listeners = new Set<() => void>();
-  const commit = createGroupCommit(sql, seq, known, layout.cluster === undefined ? "group" : "request", () => {
+  const notes = createCommittedWrites();
+  const notify = () => {
     for (const listener of listeners) listener();
-  });
+  };
+  const commit = createGroupCommit({ sql, slots, known, feed, scope: layout.cluster === undefined ? "group" : "request", now, notes, onCommit: notify });
   const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);
   const records = createRecordReader(sql);
+  const marks = () => slots.marks(now());
+
+  // While a Tail is subscribed, other servers' commits are found by their
+  // marks moving (this server's own wake it at once: onCommit).
+  let watcher: NodeJS.Timeout | undefined;
+  let seen: Snapshot | undefined;
+  const others = (snapshot: Snapshot): Snapshot => ({
+    marks: new Map([...snapshot.marks].filter(([slot]) => slot !== slots.clock.slot)),
+    at: snapshot.at,
+  });
+  const watch = async () => {
+    if (watcher) return;
+    seen = others(await marks());
+    watcher = setInterval(() => {
+      if (listeners.size === 0) {
+        clearInterval(watcher);
+        watcher = undefined;
+        return;
+      }
+      marks().then((current) => {
+        const moved = !sameMarks(seen!, others(current));
+        seen = others(current);
+        if (moved) notify();
+      }, () => {});
+    }, watchMs);
+    watcher.unref();
+  };
 
   return {
     store: createClickHouseStore({
       sql,
       now,
-      seq,
+      marks,
       batcher,
       records,
-      paging: createSnapshotPaging(sql, records, seq, history, now, searchOf(sql, options.searchIndex ?? "auto")),
-      changes: createTailChanges(sql, records, seq),
+      paging: createSnapshotPaging(sql, records, marks, history, now, searchOf(sql, options.searchIndex ?? "auto")),
+      changes: createTailChanges(sql, records),
       offsetKey: meta.offsetKey,
       listeners,
+      watch,
+      notes,
     }),
-    statuses: createClickHouseStatuses(sql, seq, now),
-    tokens: createClickHouseTokens(sql, now),
-    maintenance: createClickHouseMaintenance(sql, layout, now, batcher, commit, seq, history),
+    statuses: createClickHouseStatuses(sql, slots.clock, now),
+    tokens: createClickHouseTokens(sql, now, lock),
+    maintenance: createClickHouseMaintenance({
+      sql,
+      layout,
+      now,
+      batcher,
+      commit,
+      slots,
+      history,
+      lock: createDatabaseLock(direct, layout, options.database, "reqlog_maintenance_lock"),
+      everyMs: options.maintenanceEveryMs ?? 0,
+    }),
     async close() {
       await batcher.drain();
       listeners.clear();
+      if (watcher) clearInterval(watcher);
+      await slots.close().catch(() => {});
       await client.close();
     },
   };

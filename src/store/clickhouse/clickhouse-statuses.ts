@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { InstanceStatusSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { Clock } from "../../clock.js";
 import type { StatusStore } from "../store.js";
-import type { ChangeSequence } from "./change-sequence.js";
+import type { ChangeClock } from "./servers/change-clock.js";
 import type { SqlClient } from "./sql-client.js";
 import { guarded } from "./storage-error.js";
 import { sqlString } from "./rows/sql-literal.js";
@@ -18,9 +18,10 @@ interface StatusRow {
 
 /**
  * SetStatus's latest text per instance: each SetStatus inserts a version
- * (the next change sequence number), read with FINAL.
+ * (the server's next change number, which follows time across servers:
+ * the latest SetStatus wins, whichever server took it), read with FINAL.
  */
-export function createClickHouseStatuses(sql: SqlClient, seq: ChangeSequence, now: Clock): StatusStore {
+export function createClickHouseStatuses(sql: SqlClient, clock: ChangeClock, now: Clock): StatusStore {
   return {
     setStatus(instance, status, signal) {
       return guarded(signal, () =>
@@ -32,7 +33,7 @@ export function createClickHouseStatuses(sql: SqlClient, seq: ChangeSequence, no
             instance_id: instance.instanceId,
             status,
             time: String(now()),
-            seq: String(seq.next()),
+            seq: String(clock.next()),
           },
         ]),
       );

@@ -1,7 +1,7 @@
 import type { Clock } from "../../clock.js";
 import type { AppLine } from "../../domain/records.js";
+import type { CommittedWrites } from "../committed-writes.js";
 import type { Store, WriteResult } from "../store.js";
-import type { ChangeSequence } from "./change-sequence.js";
 import { decodePosition, encodePosition } from "./read/cursor.js";
 import type { GroupWork, Touch } from "./write/group-commit.js";
 import type { RecordReader } from "./read/record-reader.js";
@@ -13,18 +13,24 @@ import { bytesToText } from "./rows/sql-literal.js";
 import { guarded } from "./storage-error.js";
 import type { createTailChanges } from "./read/tail-changes.js";
 import type { WriteBatcher } from "./write/write-batcher.js";
+import type { Snapshot } from "./read/snapshot.js";
 
 export interface ClickHouseStoreParts {
   sql: SqlClient;
   now: Clock;
-  seq: ChangeSequence;
+  /** The marks every server has published now (server-slots.ts). */
+  marks: () => Promise<Snapshot>;
   batcher: WriteBatcher<GroupWork>;
   records: RecordReader;
   paging: ReturnType<typeof createSnapshotPaging>;
   changes: ReturnType<typeof createTailChanges>;
   offsetKey: Uint8Array;
-  /** Listeners called after every group commit. */
+  /** Listeners called after every group commit, and when another server's mark moves (subscribe). */
   listeners: Set<() => void>;
+  /** Starts watching the other servers' marks while anyone is subscribed (resolves once their marks are read). */
+  watch(): Promise<void>;
+  /** What the groups committed tell the write observers. */
+  notes: CommittedWrites;
 }
 
 const touch = (app: string, requestId: Uint8Array, lines: readonly AppLine[]): Touch => ({
@@ -39,7 +45,7 @@ const touch = (app: string, requestId: Uint8Array, lines: readonly AppLine[]): T
  * queries of the latest versions (FINAL).
  */
 export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
-  const { sql, now, seq, batcher, records, paging, changes, listeners } = parts;
+  const { sql, now, marks, batcher, records, paging, changes, listeners } = parts;
   const usage = createUsageReader(sql);
   const stats = createStatsReader(sql);
   const change = <T>(work: GroupWork, signal: AbortSignal) => guarded(signal, () => batcher.run<T>(work, signal));
@@ -105,19 +111,20 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
     },
 
     changePosition(signal) {
-      return guarded(signal, async () => encodePosition(seq.committed));
+      return guarded(signal, async () => encodePosition(await marks()));
     },
 
     changes(plan, after, limit, signal) {
       return guarded(signal, async () => {
-        const { records, lastSeq, caughtUp } = await changes(plan, decodePosition(after), limit, signal);
-        return { records, position: encodePosition(lastSeq), caughtUp };
+        const { records, position, caughtUp } = await changes(plan, decodePosition(after), await marks(), limit, signal);
+        return { records, position: encodePosition(position), caughtUp };
       });
     },
 
     subscribe(listener, signal) {
       return guarded(signal, async () => {
         listeners.add(listener);
+        await parts.watch();
         signal.addEventListener("abort", () => listeners.delete(listener), { once: true });
       });
     },
@@ -125,6 +132,8 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
     offsetKey(signal) {
       return guarded(signal, async () => parts.offsetKey);
     },
+
+    observeWrites: parts.notes.observe,
   };
   return store;
 }

@@ -1,6 +1,7 @@
 import type { Clock } from "../../clock.js";
 import type { TokenInfo, TokenStore } from "../store.js";
 import { newToken, tokenInfo, tokenKeyId, tokenMatches } from "../tokens.js";
+import type { DatabaseLock } from "./servers/ddl-lock.js";
 import type { SqlClient } from "./sql-client.js";
 import { guarded } from "./storage-error.js";
 import { sqlInt, sqlString } from "./rows/sql-literal.js";
@@ -29,9 +30,10 @@ const toInfo = (row: TokenRow): TokenInfo =>
 /**
  * Access tokens kept as hashes in the tokens table. A revocation inserts a
  * second version of the token's row (FINAL reads the latest). Ids are the
- * next after the highest, given out one at a time in this process.
+ * next after the highest, given out one at a time in this process and under
+ * the database's lock, so two servers never give out one id twice.
  */
-export function createClickHouseTokens(sql: SqlClient, now: Clock): TokenStore {
+export function createClickHouseTokens(sql: SqlClient, now: Clock, lock: DatabaseLock): TokenStore {
   /** Token changes one at a time: the next id, and a revocation, are decided on what the last change left. */
   let last: Promise<unknown> = Promise.resolve();
   const serially = <T>(work: () => Promise<T>): Promise<T> => {
@@ -44,7 +46,7 @@ export function createClickHouseTokens(sql: SqlClient, now: Clock): TokenStore {
   return {
     create(options) {
       return guarded(undefined, () =>
-        serially(async () => {
+        serially(() => lock(async () => {
           const { token, keyId, hash, scopes, apps } = newToken(options);
           const [top] = await sql.rows<{ id: string }>("SELECT max(id) AS id FROM tokens");
           const row: TokenRow = {
@@ -60,7 +62,7 @@ export function createClickHouseTokens(sql: SqlClient, now: Clock): TokenStore {
           };
           await sql.insert("tokens", [row]);
           return { token, info: toInfo(row) };
-        }),
+        })),
       );
     },
     find(token) {

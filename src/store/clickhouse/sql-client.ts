@@ -19,8 +19,8 @@ export interface SqlClient {
   command(query: string, signal?: AbortSignal): Promise<void>;
   /** Inserts rows (64-bit integers as strings) in one INSERT. */
   insert(table: string, rows: readonly object[]): Promise<void>;
-  /** Inserts TabSeparated text (tab-separated.ts) of these columns in one INSERT. */
-  insertText(table: string, columns: readonly string[], text: string): Promise<void>;
+  /** Inserts TabSeparated text (tab-separated.ts) of these columns in one INSERT (under `queryId`, when given). */
+  insertText(table: string, columns: readonly string[], text: string, queryId?: string): Promise<void>;
 }
 
 export function createSqlClient(client: ClickHouseClient): SqlClient {
@@ -50,10 +50,11 @@ export function createSqlClient(client: ClickHouseClient): SqlClient {
       await client.insert({ table, values: rows as object[], format: "JSONEachRow" });
     },
 
-    async insertText(table, columns, text) {
+    async insertText(table, columns, text, queryId) {
       if (text === "") return;
       await client.insert({
         table,
+        query_id: queryId,
         values: Readable.from([Buffer.from(text)], { objectMode: false }),
         format: "TabSeparated",
         columns: columns as [string, ...string[]],

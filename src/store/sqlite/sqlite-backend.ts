@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
 import type { Backend } from "../store.js";
+import { createCommittedWrites } from "../committed-writes.js";
 import { createChangeLog } from "./write/change-log.js";
 import { createKeys } from "./rows/keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
@@ -18,7 +19,7 @@ import { createSearchIndex } from "./rows/search-doc.js";
 import type { StopGramRule } from "./rows/stop-grams.js";
 import { createStrings } from "./rows/strings.js";
 import { createWriteBatcher } from "./write/write-batcher.js";
-import { createWriteTransaction } from "./write/write-transaction.js";
+import { createWriteTransaction, groupWrites } from "./write/write-transaction.js";
 
 export interface SqliteBackendOptions {
   /** The database file (created and migrated if needed), or ":memory:" (no read workers then). */
@@ -33,7 +34,12 @@ export interface SqliteBackendOptions {
   searchIndex?: SearchIndexUse;
   /** When the search index stops indexing common grams (stop-grams.ts); tests make it quick. */
   stopGrams?: StopGramRule;
+  /** Rows behind the search index's mark that make the group commit index them (write-transaction.ts). */
+  searchCatchUp?: number;
 }
+
+/** How long rows may wait for their search documents when writes pause (ms). */
+const searchIdleMs = 1000;
 
 /** The SQLite backend, with its raw handle for the CLI and for tests that look at rows. */
 export interface SqliteBackend extends Backend {
@@ -57,20 +63,33 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const strings = createStrings(db);
   const search = createSearchIndex(db, options.stopGrams);
   const rollups = createRollups(db);
+  const changeLog = createChangeLog(db);
+  let catchUpTimer: NodeJS.Timeout | undefined;
+  const notes = createCommittedWrites();
   const batcher = createWriteBatcher(
     db,
     () => {
+      notes.commit();
       for (const listener of listeners) listener();
+      // Rows written and not yet indexed are indexed soon even if no more writes come.
+      if (catchUpTimer === undefined && search.behind(changeLog.last()) > 0n) {
+        catchUpTimer = setTimeout(() => {
+          catchUpTimer = undefined;
+          change(() => search.catchUp(changeLog.last()), new AbortController().signal).catch(() => {});
+        }, searchIdleMs);
+        catchUpTimer.unref();
+      }
     },
     () => {
+      notes.abort();
       keys.forget();
       strings.forget();
       search.forget();
       rollups.discard();
     },
+    groupWrites(rollups, changeLog, search, options.searchCatchUp),
   );
-  const changeLog = createChangeLog(db);
-  const change = createWriteTransaction({ batcher, keys, strings, search, rollups, changeLog });
+  const change = createWriteTransaction({ batcher, keys, strings, search, rollups, notes });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
@@ -81,7 +100,8 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
+      notes,
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
@@ -96,6 +116,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       return bytes;
     },
     async close() {
+      clearTimeout(catchUpTimer);
       batcher.drain();
       await readPool?.close();
       db.close();

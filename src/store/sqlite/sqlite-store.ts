@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import type { Clock } from "../../clock.js";
+import type { CommittedWrites } from "../committed-writes.js";
 import type { Store, WriteResult } from "../store.js";
 import { decodePosition, encodePosition } from "./read/cursor.js";
 import type { ReadPool } from "./read/read-pool.js";
@@ -20,6 +21,8 @@ export interface SqliteStoreParts {
   pool: ReadPool | undefined;
   /** Listeners called after every commit. */
   listeners: Set<() => void>;
+  /** What the writes committed tell the write observers. */
+  notes: CommittedWrites;
 }
 
 /**
@@ -27,7 +30,7 @@ export interface SqliteStoreParts {
  * share theirs through the group-commit batcher); reads of the request rows
  * go to the read workers when there are any.
  */
-export function createSqliteStore({ db, now, change, writer, reader, pool, listeners }: SqliteStoreParts): Store {
+export function createSqliteStore({ db, now, change, writer, reader, pool, listeners, notes }: SqliteStoreParts): Store {
   const usage = createUsageReader(db);
   const stats = createStatsReader(db);
   const offsetKey = db.prepare("SELECT value FROM meta WHERE key = 'offset_key'").pluck();
@@ -101,5 +104,7 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
     offsetKey(signal) {
       return guarded(signal, () => new Uint8Array(offsetKey.get() as Buffer));
     },
+
+    observeWrites: notes.observe,
   };
 }

@@ -2,7 +2,6 @@ import type { Clock } from "../../../clock.js";
 import type { ReadPlan } from "../../../query/read-plan.js";
 import { ReqlogError } from "../../../reqlog-error.js";
 import type { ReadResult } from "../../store.js";
-import type { ChangeSequence } from "../change-sequence.js";
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
 import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
@@ -11,6 +10,7 @@ import { hourOf, usecPerHour } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
+import { heldSql, holds, type Snapshot } from "./snapshot.js";
 
 /** A record in a page's scan: where it stands in the snapshot's order; changed records come whole. */
 interface Candidate {
@@ -82,7 +82,7 @@ interface StoredSpan {
   requests: number;
 }
 
-/** Where paging history stands: offsets from before `floor` (a change sequence number) have expired. */
+/** Where paging history stands: offsets of snapshots taken before `floor` (µs, the backend's clock) have expired. */
 export interface PagingHistory {
   floor: bigint;
 }
@@ -90,12 +90,12 @@ export interface PagingHistory {
 /**
  * Read's pages on ClickHouse: newest first by sort time, keyset-paged from a
  * snapshot, as the SQLite backend pages (its snapshot-paging.ts). A first
- * page takes the committed change sequence number as its snapshot; its
- * cursors carry it, so later pages walk the order as it stood then: records
- * unchanged since (latest version's seq ≤ snapshot) come from a scan of
- * `positions FINAL` in (sort time, rkey) order, records changed since are put
- * where they stood (their first move after the snapshot), and records created
- * since are left out.
+ * page takes every server's marks as its snapshot (snapshot.ts); its
+ * cursors carry them, so later pages, through any server, walk the order as
+ * it stood then: records unchanged since (latest version held by the
+ * snapshot) come from a scan of `positions FINAL` in (sort time, rkey)
+ * order, records changed since are put where they stood (their first move
+ * the snapshot does not hold), and records created since are left out.
  *
  * ClickHouse scans the unchanged records to the plan's budget and applies
  * its filters; only the matches a page can take and the last row examined
@@ -104,7 +104,8 @@ export interface PagingHistory {
 export function createSnapshotPaging(
   sql: SqlClient,
   records: RecordReader,
-  seq: ChangeSequence,
+  /** The marks now (server-slots.ts): a first page's snapshot. */
+  marks: () => Promise<Snapshot>,
   history: PagingHistory,
   now: Clock,
   /**
@@ -114,11 +115,30 @@ export function createSnapshotPaging(
    */
   search?: { index: SearchIndex; fromRows: number },
 ) {
+  async function floorNow(signal: AbortSignal): Promise<bigint> {
+    const [row] = await sql.rows<{ floor: string }>("SELECT max(toInt64(value)) AS floor FROM meta WHERE key = 'moves_floor'", signal);
+    const floor = BigInt(row?.floor ?? "0");
+    if (floor > history.floor) history.floor = floor;
+    return history.floor;
+  }
+
+  /**
+   * Whether a version of the app past the snapshot may be stored: the
+   * highest number of each slot among the app's versions (app_seqs,
+   * migration 004), held by the snapshot or not. Most pages of a Read that
+   * no write races find none, and skip the search of changed records.
+   */
+  async function changedAfter(app: string, snapshot: Snapshot, signal: AbortSignal): Promise<boolean> {
+    const tops = await sql.rows<{ seq: string }>(`SELECT max(top) AS seq FROM app_seqs WHERE app = ${sqlString(app)} GROUP BY slot`, signal);
+    return tops.some((t) => !holds(snapshot, BigInt(t.seq)));
+  }
+
   /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
-  async function changedSince(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
+  async function changedSince(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal) {
     // (A group being inserted may have stored its rows already, moving records
-    // away from where the scan looks: they are changes past the snapshot.)
-    if (snapshot >= seq.issued) return [];
+    // away from where the scan looks: they are changes past the snapshot,
+    // and app_seqs has them before any other table does.)
+    if (!(await changedAfter(plan.appId, snapshot, signal))) return [];
     const app = sqlString(plan.appId);
     // Not FINAL over the app (which merges every column of every row of it:
     // seconds at 10M requests while writes go on): the ids with a version
@@ -128,15 +148,15 @@ export function createSnapshotPaging(
     const rows = await sql.rows<RequestRow>(
       `SELECT * FROM (
          SELECT * FROM requests
-         WHERE app = ${app} AND request_id GLOBAL IN (SELECT request_id FROM requests WHERE app = ${app} AND seq > ${sqlInt(snapshot)})
+         WHERE app = ${app} AND request_id GLOBAL IN (SELECT request_id FROM requests WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)})
          ORDER BY request_id, seq DESC LIMIT 1 BY request_id)
-       WHERE rkey <= ${sqlInt(snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
+       WHERE ${heldSql("rkey", snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
       signal,
     );
     if (rows.length === 0) return [];
     const moves = await sql.rows<{ rkey: string; old: string }>(
       `SELECT rkey, argMin(old_sort_time, seq) AS old FROM moves
-       WHERE app = ${app} AND seq > ${sqlInt(snapshot)} AND rkey IN ${sqlList(rows.map((r) => r.rkey))}
+       WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)} AND rkey IN ${sqlList(rows.map((r) => r.rkey))}
        GROUP BY rkey`,
       signal,
     );
@@ -174,8 +194,8 @@ export function createSnapshotPaging(
    * combined line or host), in one search over the whole range, since
    * `requests` is not ordered by time; positions still count the rows examined.
    */
-  async function unchangedScan(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal) {
-    const scope = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan), `seq <= ${sqlInt(snapshot)}`, "deleted = 0"];
+  async function unchangedScan(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal) {
+    const scope = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan), heldSql("seq", snapshot), "deleted = 0"];
     if (after) {
       scope.push(`sort_time <= ${sqlInt(after.sortTime)}`);
       scope.push(`(sort_time < ${sqlInt(after.sortTime)} OR rkey < ${sqlInt(after.rkey)})`);
@@ -381,7 +401,7 @@ export function createSnapshotPaging(
     return hits.length >= wanted || versions.length < limit ? hits.slice(0, wanted) : search("requests FINAL", wanted);
   }
 
-  async function page(plan: ReadPlan, snapshot: bigint, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {
+  async function page(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {
     // The scan first, then the changes: a record that changes between the
     // two (its latest version's seq passing the snapshot) is then in both
     // sets, where it would be in neither the other way round. It is taken
@@ -449,8 +469,9 @@ export function createSnapshotPaging(
     /** One page of a Read (request ids, or newest first from the plan's cursor). */
     async read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult> {
       const after = plan.after && decodeCursor(plan.after);
-      const snapshot = after?.snapshot ?? seq.committed;
-      if (after && after.snapshot < history.floor) {
+      const snapshot = after?.snapshot ?? (await marks());
+      // (The floor as any server last raised it: compaction may have run on another.)
+      if (after && after.snapshot.at < (await floorNow(signal))) {
         throw ReqlogError.invalid("offset expired: it is over 24 hours old; start the read again without it");
       }
       if (plan.requestIds) {

@@ -1,25 +1,25 @@
 import type { RequestLog } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { ReadPlan } from "../../../query/read-plan.js";
-import type { ChangeSequence } from "../change-sequence.js";
 import { and, planFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
 import type { RequestRow } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { sqlInt, sqlString } from "../rows/sql-literal.js";
+import { advanceTo, covers, heldSql, type Snapshot } from "./snapshot.js";
 
 /**
- * Records changed after a change sequence number (Tail): the latest version
- * of each request of the app with a higher seq, up to the committed one (a
- * group being inserted may be partly visible; it is taken once committed).
+ * Records changed after a position (Tail): the latest version of each
+ * request of the app that the marks now hold and the position did not, in
+ * the order of their numbers (a version of an insert still going on is
+ * taken once its server has published it).
  */
-export function createTailChanges(sql: SqlClient, records: RecordReader, seq: ChangeSequence) {
-  return async function changes(plan: ReadPlan, afterSeq: bigint, limit: number, signal: AbortSignal) {
-    const upTo = seq.committed;
-    if (afterSeq >= upTo) return { records: [] as RequestLog[], lastSeq: afterSeq, caughtUp: true };
+export function createTailChanges(sql: SqlClient, records: RecordReader) {
+  return async function changes(plan: ReadPlan, after: Snapshot, upTo: Snapshot, limit: number, signal: AbortSignal) {
+    if (covers(after, upTo)) return { records: [] as RequestLog[], position: after, caughtUp: true };
     const where = [
       `app = ${sqlString(plan.appId)}`,
-      `seq > ${sqlInt(afterSeq)}`,
-      `seq <= ${sqlInt(upTo)}`,
+      `NOT ${heldSql("seq", after)}`,
+      heldSql("seq", upTo),
       "deleted = 0",
       ...timeRange(plan),
       ...planFilters(plan),
@@ -28,11 +28,11 @@ export function createTailChanges(sql: SqlClient, records: RecordReader, seq: Ch
       `SELECT * FROM requests FINAL WHERE ${and(where)} ORDER BY seq LIMIT ${sqlInt(limit)}`,
       signal,
     );
-    // A full batch may have more behind it; otherwise everything up to now was examined.
+    // A full batch may have more behind it: every version up to its last number is returned.
     const full = rows.length === limit;
     return {
       records: await records.toLogs(rows, plan, signal),
-      lastSeq: full ? BigInt(rows.at(-1)!.seq) : upTo,
+      position: full ? advanceTo(after, upTo, BigInt(rows.at(-1)!.seq)) : advanceTo(after, upTo),
       caughtUp: !full,
     };
   };

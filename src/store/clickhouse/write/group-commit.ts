@@ -1,4 +1,10 @@
-import type { ChangeSequence } from "../change-sequence.js";
+import type { CommittedWrites } from "../../committed-writes.js";
+import type { Clock } from "../../../clock.js";
+import { holds } from "../read/snapshot.js";
+import { slotOf } from "../servers/change-clock.js";
+import type { ServerSlots } from "../servers/server-slots.js";
+import { createInsertBarrier, insertQueryId } from "./insert-barrier.js";
+import type { createKeyFeed } from "./key-feed.js";
 import type { KnownKeys } from "./known-keys.js";
 import { type RequestRow, requestKey } from "../rows/request-row.js";
 import {
@@ -50,7 +56,54 @@ function addTo<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
  * rollups summed per `scope`: request-writer.ts). Retention's tombstones go
  * the same way.
  */
-export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: KnownKeys, scope: RollupScope, onCommit: () => void) {
+export interface GroupCommitParts {
+  sql: SqlClient;
+  slots: ServerSlots;
+  known: KnownKeys;
+  feed: ReturnType<typeof createKeyFeed>;
+  scope: RollupScope;
+  now: Clock;
+  /** What the groups committed tell the write observers. */
+  notes: CommittedWrites;
+  onCommit: () => void;
+}
+
+/** How long a group waits for another server to publish a version it read (its server then is closed: server-slots.ts). */
+const publishWaitMs = 15_000;
+
+export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, onCommit }: GroupCommitParts) {
+  const clock = slots.clock;
+  const awaitOtherInserts = createInsertBarrier(sql, slots.server);
+  let inserts = 0;
+
+  /**
+   * What other servers wrote, made visible to this group: their marks, their
+   * inserts going on awaited (when another server is there), and their new
+   * keys added to the filter (docs/architecture.md).
+   */
+  async function catchUp() {
+    const marks = await slots.marks(now());
+    if (marks.others) await awaitOtherInserts();
+    await feed.catchUp(marks, marks.slots, marks.others);
+    return marks;
+  }
+
+  /**
+   * Versions are built only on versions their servers have published: a
+   * loaded row above its slot's mark (its insert returned, its mark not yet
+   * written) is waited for. So a snapshot holding a version holds every
+   * version it was built on.
+   */
+  async function awaitPublished(rows: Iterable<RequestRow>, marks: Awaited<ReturnType<typeof catchUp>>): Promise<void> {
+    let pending = [...rows].map((r) => BigInt(r.seq)).filter((seq) => slotOf(seq) !== clock.slot && !holds(marks, seq));
+    const deadline = Date.now() + publishWaitMs;
+    while (pending.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const fresh = await slots.marks(now());
+      pending = pending.filter((seq) => !holds(fresh, seq));
+    }
+  }
+
   async function load(touches: readonly Touch[]): Promise<StoredState> {
     const state: StoredState = { rows: new Map(), lines: new Map() };
     // Only requests that may be stored are looked up (known-keys.ts).
@@ -95,8 +148,10 @@ export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: Kn
   async function save(writer: RequestWriter): Promise<void> {
     if (writer.changes.length > 0) {
       for (const { row } of writer.changes) known.add(row.app, row.request_id);
-      await sql.insertText("request_changes", changeColumns, changesText(writer.changes, scope));
-      seq.commit(BigInt(writer.changes.at(-1)!.row.seq));
+      await sql.insertText("request_changes", changeColumns, changesText(writer.changes, scope), insertQueryId(slots.server, ++inserts));
+      clock.commit(BigInt(writer.changes.at(-1)!.row.seq));
+      // Published before the writes are answered: any server's next Read holds them.
+      await slots.publish();
     }
     onCommit();
   }
@@ -104,23 +159,38 @@ export function createGroupCommit(sql: SqlClient, seq: ChangeSequence, known: Kn
   return {
     /** Stores a group of writes; the outcome of each (a write that throws is undone alone). */
     async commitGroup(works: GroupWork[]): Promise<Outcome[]> {
-      const writer = createRequestWriter(await load(works.flatMap((w) => w.touches)), seq.next);
+      slots.checkFresh();
+      const marks = await catchUp();
+      const state = await load(works.flatMap((w) => w.touches));
+      await awaitPublished(state.rows.values(), marks);
+      for (const row of state.rows.values()) clock.observe(BigInt(row.seq));
+      const writer = createRequestWriter(state, clock.next, notes);
       const outcomes = works.map((work): Outcome => {
         const mark = writer.mark();
+        const noted = notes.mark();
         try {
           return { ok: true, value: work.apply(writer) };
         } catch (err) {
           writer.undo(mark);
+          notes.undo(noted);
           return { ok: false, err };
         }
       });
-      await save(writer);
+      try {
+        await save(writer);
+      } catch (err) {
+        notes.abort();
+        throw err;
+      }
+      notes.commit();
       return outcomes;
     },
 
     /** Expires these stored requests (tombstones); returns how many. */
     async expire(rows: readonly RequestRow[]): Promise<number> {
-      const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, seq.next);
+      slots.checkFresh();
+      for (const row of rows) clock.observe(BigInt(row.seq));
+      const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, clock.next, notes);
       for (const row of rows) writer.expire(row);
       await save(writer);
       return rows.length;

@@ -4,9 +4,9 @@
  * needs no lookup in ClickHouse, whose check of 1,000 random ids reads most
  * of the key column (they fall in most granules), a cost that grows with the
  * store. The filter answers "maybe" for every key stored (it is loaded from
- * the table on open and told of every key written; the backend is the
- * database's only writer) and for about 1% of the others, which are looked
- * up as before. It never forgets a key (an expired one is a wasted lookup).
+ * the table on open, told of every key this server writes, and of every key
+ * other servers on the database create: key-feed.ts) and for about 1% of
+ * the others, which are looked up as before. It never forgets a key (an expired one is a wasted lookup).
  *
  * It grows as a scalable Bloom filter (Almeida et al.): when the newest
  * filter holds its capacity, a new one of twice the capacity is added, and

@@ -2,6 +2,9 @@ import { isFieldSet, ScalarType } from "@bufbuild/protobuf";
 import { RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../../domain/records.js";
 import { lineWireBytes, recordWireBytes } from "../../../write/wire-size.js";
+import { statsFactsOf } from "../../../write/stats-facts.js";
+import type { CommittedWrites } from "../../committed-writes.js";
+import type { NewLines } from "../../store.js";
 import {
   combinedColumn,
   fieldColumns,
@@ -48,7 +51,7 @@ export const storedLineKey = (line: { time: string; pos: number; level: number; 
  * one INSERT. Each write of the group can be undone alone (`mark`, `undo`),
  * as a savepoint would.
  */
-export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
+export function createRequestWriter(state: StoredState, nextSeq: () => bigint, notes: CommittedWrites) {
   const changes: Change[] = [];
   const undoLog: (() => void)[] = [];
 
@@ -101,9 +104,10 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
   }
 
   /** Adds lines to a stored request: a change; an in-progress request moves to `at`. */
-  function flushInto(key: string, stored: RequestRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
+  function flushInto(key: string, stored: RequestRow, request: NewLines["request"], lines: readonly AppLine[], at: bigint, first: bigint): number {
     if (lines.length === 0) return 0;
     const { added, totals } = addLines(key, stored, lines);
+    if (added.length > 0 && notes.watchingLines) notes.lines({ request, lines: added });
     const row: RequestRow = {
       ...stored,
       ...totals,
@@ -139,10 +143,15 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
       if (stored && stored.has_record === 1 && stored.finished === 1 && !log.finished) {
         // A finished record is never turned back into an in-progress one by a
         // late or retried in-progress write; its lines are still kept.
-        return flushInto(key, stored, record.lines, at, log.startTime);
+        return flushInto(key, stored, log, record.lines, at, log.startTime);
       }
       const seq = String(nextSeq());
       const { added, totals } = addLines(key, stored, record.lines);
+      // Newly finished: not stored finished before (a finished record sent again or rewritten was).
+      if (log.finished && !(stored && stored.has_record === 1 && stored.finished === 1) && notes.watching) {
+        notes.finished({ log, facts: statsFactsOf(log), maxLevel: totals.max_level });
+      }
+      if (added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: added });
       const columns = recordColumns(log);
       let bits = BigInt(columns.set_fields);
       if (isFieldSet(log, RequestLogSchema.field.moduleId)) bits |= moduleSetBit;
@@ -181,7 +190,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
       const key = requestKey(request.appId, requestId);
       const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
       const stored = state.rows.get(key);
-      if (stored) return flushInto(key, stored, lines, at, first);
+      if (stored) return flushInto(key, stored, request, lines, at, first);
       const seq = String(nextSeq());
       const { added, totals } = addLines(key, undefined, lines);
       const columns = recordColumns(placeholderRecord(first));
@@ -207,6 +216,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint) {
       };
       row.combined = placeholderCombined(row);
       save(key, row, undefined, added);
+      if (added.length > 0 && notes.watchingLines) notes.lines({ request, lines: added });
       return added.length;
     },
 

@@ -1,7 +1,8 @@
 import type Database from "better-sqlite3";
 import { linePieces, unindexablePiece } from "../../../query/line-pieces.js";
 import { requiredStrings, type StringQuery } from "../../../query/required-strings.js";
-import { entryToken, gramToken, trigramsOf } from "../rows/search-doc.js";
+import { entryToken } from "../rows/search-doc.js";
+import { gramToken, trigramsOf } from "../rows/trigram.js";
 import { createStopGramsReader, type StopGrams } from "../rows/stop-grams.js";
 import { ipTextSql } from "../rows/stored-record.js";
 import { stringKind } from "../rows/strings.js";

@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor, type SqliteCursor } from "./cursor.js";
 import type { LineLoader, Row } from "./line-loader.js";
 import { definedParams, type PlanSql } from "./plan-sql.js";
 import type { ScanBudget } from "./scan-budget.js";
-import { currentSeqSql, recordColumnsSql, recordJoinFrom } from "../rows/sql.js";
+import { currentSeqSql, recordColumnsSql, recordJoinFrom, searchIndexedSql } from "../rows/sql.js";
 
 const newerFirst = (a: Row, b: Row): number => {
   const ka = a.key_time as bigint;
@@ -74,6 +74,8 @@ export function createSnapshotPaging(
          WHERE app_key = @app AND sort_time >= @start AND sort_time <= @upper LIMIT ${scanUpTo + 1})`,
       )
       .pluck(),
+    // Rows the search index does not hold yet (search-doc.ts): candidates for every pattern.
+    unindexed: db.prepare(`SELECT id FROM requests WHERE id > ${searchIndexedSql} AND app_key = ? AND has_record = 1`).pluck(),
   };
   const candidateStatements = new Map<number, Database.Statement>();
   const candidates = (limit: number) => {
@@ -252,6 +254,8 @@ export function createSnapshotPaging(
     if (searchIndex === "auto" && (stmt.rowsInRange.get(range) as number) <= scanUpTo) return undefined;
     const cap = Math.min(plan.budget.rows, maxCandidates);
     const ids = candidates(cap + 1).all(search.match) as number[];
+    if (ids.length > cap) return undefined;
+    for (const id of stmt.unindexed.all(app) as number[]) ids.push(id);
     if (ids.length > cap) return undefined;
     budget.charge(ids.length);
     return { kind: "candidates", ids: JSON.stringify(ids) };

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { type Gram, gramOf, gramText } from "./trigram.js";
 
 /** When grams are stopped: after each `window` documents, those in more than `share` of them. */
 export interface StopGramRule {
@@ -26,7 +27,7 @@ export const defaultStopGramRule: StopGramRule = { window: 4096, share: 1 / 16, 
  */
 export interface StopGrams {
   /** Whether `gram` is left out of the document of row `id`. */
-  stopped(gram: string, id: bigint): boolean;
+  stopped(gram: Gram, id: bigint): boolean;
   /** Whether `gram` is stopped for any row (a search cannot ask for it). */
   any(gram: string): boolean;
 }
@@ -38,24 +39,29 @@ export function createStopGramsReader(db: Database.Database): () => StopGrams {
     all: db.prepare("SELECT gram, since FROM search_stopgrams").raw().safeIntegers(true),
   };
   let loaded = -1;
-  let since = new Map<string, bigint>();
+  let since = new Map<Gram, bigint>();
   return () => {
     const count = stmt.count.get() as number;
     if (count !== loaded) {
-      since = new Map(stmt.all.all() as [string, bigint][]);
+      since = loadSince(stmt.all);
       loaded = count;
     }
     return stopGramsOf(since);
   };
 }
 
-function stopGramsOf(since: ReadonlyMap<string, bigint>): StopGrams {
+/** The stored stop grams, by Gram. */
+function loadSince(all: Database.Statement): Map<Gram, bigint> {
+  return new Map((all.all() as [string, bigint][]).map(([gram, from]) => [gramOf(gram), from]));
+}
+
+function stopGramsOf(since: ReadonlyMap<Gram, bigint>): StopGrams {
   return {
     stopped: (gram, id) => {
       const from = since.get(gram);
       return from !== undefined && id >= from;
     },
-    any: (gram) => since.has(gram),
+    any: (gram) => since.has(gramOf(gram)),
   };
 }
 
@@ -70,23 +76,24 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
     all: db.prepare("SELECT gram, since FROM search_stopgrams").raw().safeIntegers(true),
     insert: db.prepare("INSERT OR IGNORE INTO search_stopgrams (gram, since) VALUES (?, ?)"),
   };
-  let since = new Map(stmt.all.all() as [string, bigint][]);
-  let counts = new Map<string, number>();
+  let since = loadSince(stmt.all);
+  let counts = new Map<Gram, number>();
+  let current = stopGramsOf(since);
   let documents = 0;
   let seen = 0;
 
   return {
     current(): StopGrams {
-      return stopGramsOf(since);
+      return current;
     },
     /** Counts a new document's grams; past a window, stops the frequent ones for rows from `nextId` on. */
-    observe(grams: readonly string[], nextId: bigint): void {
+    observe(grams: Iterable<Gram>, nextId: bigint): void {
       if (++seen % rule.sample !== 0) return;
       for (const gram of grams) counts.set(gram, (counts.get(gram) ?? 0) + 1);
       if (++documents < rule.window) return;
       for (const [gram, count] of counts) {
         if (count > documents * rule.share && !since.has(gram)) {
-          stmt.insert.run(gram, nextId);
+          stmt.insert.run(gramText(gram), nextId);
           since.set(gram, nextId);
         }
       }
@@ -94,7 +101,8 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
       documents = 0;
     },
     forget(): void {
-      since = new Map(stmt.all.all() as [string, bigint][]);
+      since = loadSince(stmt.all);
+      current = stopGramsOf(since);
       counts = new Map();
       documents = 0;
     },

@@ -24,15 +24,22 @@ export function createChangeLog(db: Database.Database) {
     setMovesFloor: db.prepare("UPDATE meta SET value = max(value, ?) WHERE key = 'moves_floor'"),
   };
   let seq = stmt.lastSeq.get() as bigint;
+  let saved = seq;
 
   return {
     next(): bigint {
       seq += 1n;
       return seq;
     },
-    /** Saves the last number used (inside the write's transaction). */
+    /** The last number given out (a row's id is never above it). */
+    last(): bigint {
+      return seq;
+    },
+    /** Saves the last number used (inside the write's transaction), when it moved. */
     save(): void {
+      if (seq === saved) return;
       stmt.saveSeq.run(seq);
+      saved = seq;
     },
     /** Notes that the change `changeSeq` changed an existing row, which stood at `oldSortTime`. */
     noteUpdate(rowId: bigint, oldSortTime: bigint, changeSeq: bigint): void {

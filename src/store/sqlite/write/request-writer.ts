@@ -4,6 +4,8 @@ import { RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../../domain/records.js";
 import { statsFactsOf } from "../../../write/stats-facts.js";
 import { lineWireBytes, recordWireBytes } from "../../../write/wire-size.js";
+import type { CommittedWrites } from "../../committed-writes.js";
+import type { NewLines } from "../../store.js";
 import type { ChangeLog } from "./change-log.js";
 import type { Keys } from "../rows/keys.js";
 import { encodeLines, mergeLines } from "../rows/line-blob.js";
@@ -44,6 +46,7 @@ export function createRequestWriter(
   search: SearchIndex,
   changes: ChangeLog,
   rollups: Rollups,
+  notes: CommittedWrites,
 ) {
   const head = [
     "app_key", "version_key", "request_id", "has_record", "finished", "sort_time", "seq", "max_level", "record_bytes",
@@ -53,7 +56,9 @@ export function createRequestWriter(
   const stmt = {
     existing: db.prepare(`${storedRowSql}, r.max_level, r.lines FROM requests r WHERE r.app_key = ? AND r.request_id = ?`).safeIntegers(true),
     // Positional parameters: binding ~30 named ones costs more than the insert.
-    insert: db.prepare(`INSERT INTO requests (id, ${recordColumns.join(", ")}) VALUES (?, ${recordColumns.map(() => "?").join(", ")})`),
+    insertNew: db.prepare(`
+      INSERT INTO requests (id, ${recordColumns.join(", ")}) VALUES (?, ${recordColumns.map(() => "?").join(", ")})
+      ON CONFLICT (app_key, request_id) DO NOTHING`),
     update: db.prepare(`UPDATE requests SET ${recordColumns.map((c) => `${c} = ?`).join(", ")} WHERE id = ?`),
     insertStub: db.prepare(`
       INSERT INTO requests (id, app_key, version_key, request_id, has_record, finished, sort_time, max_level,
@@ -72,9 +77,10 @@ export function createRequestWriter(
    * moves to now. Its share of the stats rollups stays: a finished row keeps
    * its sort time, and one in progress counts in no stats.
    */
-  function flushInto(existing: ExistingRow, lines: readonly AppLine[], at: bigint, first: bigint): number {
+  function flushInto(
+    existing: ExistingRow, request: NewLines["request"], lines: readonly AppLine[], at: bigint, first: bigint, changeSeq = changes.next(),
+  ): number {
     if (lines.length === 0) return 0;
-    const changeSeq = changes.next();
     const sortTime = existing.finished === 1n ? existing.sort_time : at;
     changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
     const merged = mergeLines(existing.lines, lines);
@@ -96,6 +102,7 @@ export function createRequestWriter(
       line_count: existing.line_count + BigInt(merged.added.length),
       line_bytes: existing.line_bytes + BigInt(bytes),
     }));
+    if (merged.added.length > 0 && notes.watchingLines) notes.lines({ request, lines: merged.added });
     return merged.added.length;
   }
 
@@ -104,50 +111,61 @@ export function createRequestWriter(
     writeRecord(record: PreparedRecord, at: bigint): number {
       const log = record.log;
       const app = keys.app(log.appId);
-      const existing = stmt.existing.get(app, requestId(log.requestId)) as ExistingRow | undefined;
-      if (existing && existing.has_record === 1n && existing.finished === 1n && !log.finished) {
-        // A finished record is never turned back into an in-progress one by a
-        // late or retried in-progress write; its lines are still kept.
-        return flushInto(existing, record.lines, at, log.startTime);
-      }
+      const id = requestId(log.requestId);
       const changeSeq = changes.next();
       const sortTime = log.finished ? log.endTime : at;
       const versionKey = keys.version(app, log.moduleId, log.versionId);
       const recordBytes = recordWireBytes(log);
       const fields = recordValues(record, strings.key);
-      const merged = mergeLines(existing?.lines, record.lines);
+      const finishedSet = isFieldSet(log, RequestLogSchema.field.finished) ? (log.finished ? 1 : 0) : null;
+      const moduleSet = isFieldSet(log, RequestLogSchema.field.moduleId) ? 1 : 0;
+
+      // A request never stored (nearly every write) is inserted without a
+      // lookup first: the unique index finds a stored one as it inserts
+      // (ON CONFLICT DO NOTHING), and only then is the row read and updated.
+      const own = mergeLines(undefined, record.lines);
+      const { bytes: newBytes, maxLevel: newMax } = totalsOf(own.added);
+      const inserted = stmt.insertNew.run(
+        changeSeq, app, versionKey, id, 1, log.finished ? 1 : 0, sortTime, null, newMax < 0 ? null : newMax, recordBytes,
+        own.added.length, newBytes, moduleSet, finishedSet, ...fields, own.blob,
+      );
+      if (inserted.changes === 1) {
+        // Its search document is made later, with others (search-doc.ts catchUp).
+        rollups.move(undefined, {
+          appKey: app, versionKey, hour: hourOf(sortTime), requests: 1, bytes: recordBytes + newBytes, lines: own.added.length,
+        });
+        if (log.finished) {
+          const facts = statsFactsOf(log);
+          rollups.moveStats(undefined, { appKey: app, versionKey, hour: hourOf(sortTime), facts });
+          if (notes.watching) notes.finished({ log, facts, maxLevel: newMax });
+        }
+        if (own.added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: own.added });
+        return own.added.length;
+      }
+
+      const existing = stmt.existing.get(app, id) as ExistingRow;
+      if (existing.has_record === 1n && existing.finished === 1n && !log.finished) {
+        // A finished record is never turned back into an in-progress one by a
+        // late or retried in-progress write; its lines are still kept.
+        return flushInto(existing, log, record.lines, at, log.startTime, changeSeq);
+      }
+      const merged = mergeLines(existing.lines, record.lines);
       const { bytes, maxLevel } = totalsOf(merged.added);
-      const storedMax = existing?.max_level == null ? -1 : Number(existing.max_level);
-      const lineCount = (existing?.line_count ?? 0n) + BigInt(merged.added.length);
-      const lineBytes = (existing?.line_bytes ?? 0n) + BigInt(bytes);
-      const values = [
-        app,
-        versionKey,
-        requestId(log.requestId),
-        1,
-        log.finished ? 1 : 0,
-        sortTime,
-        existing ? changeSeq : null,
-        Math.max(storedMax, maxLevel) < 0 ? null : Math.max(storedMax, maxLevel),
-        recordBytes,
-        lineCount,
-        lineBytes,
-        isFieldSet(log, RequestLogSchema.field.moduleId) ? 1 : 0,
-        isFieldSet(log, RequestLogSchema.field.finished) ? (log.finished ? 1 : 0) : null,
-        ...fields,
-        merged.blob,
-      ];
-      if (existing) {
-        changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
-        stmt.update.run(...values, existing.id);
+      const storedMax = existing.max_level == null ? -1 : Number(existing.max_level);
+      const lineCount = existing.line_count + BigInt(merged.added.length);
+      const lineBytes = existing.line_bytes + BigInt(bytes);
+      changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
+      stmt.update.run(
+        app, versionKey, id, 1, log.finished ? 1 : 0, sortTime, changeSeq,
+        Math.max(storedMax, maxLevel) < 0 ? null : Math.max(storedMax, maxLevel), recordBytes, lineCount, lineBytes, moduleSet,
+        finishedSet, ...fields, merged.blob, existing.id,
+      );
+      if (search.covers(existing.id)) {
         const doc = docColumnsOf(existing.id, fields, log.resource);
         if (existing.has_record === 1n) search.replace(existing, doc);
         else search.add(doc, changeSeq + 1n);
-      } else {
-        stmt.insert.run(changeSeq, ...values);
-        search.add(docColumnsOf(changeSeq, fields, log.resource), changeSeq + 1n);
       }
-      rollups.move(existing && shareOf(existing), shareOf({
+      rollups.move(shareOf(existing), shareOf({
         app_key: BigInt(app),
         version_key: BigInt(versionKey),
         sort_time: sortTime,
@@ -156,10 +174,14 @@ export function createRequestWriter(
         line_count: lineCount,
         line_bytes: lineBytes,
       }));
-      rollups.moveStats(
-        existing && statsShareOf(existing),
-        log.finished ? { appKey: app, versionKey, hour: hourOf(sortTime), facts: statsFactsOf(log) } : undefined,
-      );
+      const before = statsShareOf(existing);
+      const facts = log.finished ? statsFactsOf(log) : undefined;
+      rollups.moveStats(before, facts && { appKey: app, versionKey, hour: hourOf(sortTime), facts });
+      // Newly finished: not stored finished before (a finished record sent again or rewritten was).
+      if (facts && before === undefined && notes.watching) {
+        notes.finished({ log, facts, maxLevel: Math.max(storedMax, maxLevel) });
+      }
+      if (merged.added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: merged.added });
       return merged.added.length;
     },
 
@@ -169,7 +191,7 @@ export function createRequestWriter(
       const app = keys.app(request.appId);
       const first = lines.reduce((min, l) => (l.time < min ? l.time : min), lines[0]!.time);
       const existing = stmt.existing.get(app, requestId(request.requestId)) as ExistingRow | undefined;
-      if (existing) return flushInto(existing, lines, at, first);
+      if (existing) return flushInto(existing, request, lines, at, first);
       const version = keys.version(app, request.moduleId, request.versionId);
       const id = changes.next();
       const { bytes, maxLevel } = totalsOf(lines);
@@ -177,6 +199,7 @@ export function createRequestWriter(
         id, app, version, requestId(request.requestId), at, maxLevel, lines.length, bytes, request.moduleSet ? 1 : 0,
         first, encodeLines(lines),
       );
+      if (notes.watchingLines) notes.lines({ request, lines });
       rollups.move(undefined, shareOf({
         app_key: BigInt(app),
         version_key: BigInt(version),

@@ -76,11 +76,21 @@ export function statsShareOf(row: RowUsage & RowStats): StatsShare | undefined {
   return { appKey: Number(row.app_key), versionKey: Number(row.version_key), hour: hourOf(row.sort_time), facts };
 }
 
+/** Where the moves of the writes kept so far end: a write that fails is cut back to it (`cutBack`). */
+export interface RollupsMark {
+  usage: number;
+  stats: number;
+}
+
 /**
- * Keeps usage_hourly equal to a recount of the rows: every change to a row
- * takes its old share out and puts its new share in. The deltas of one write
- * are summed per (app, hour, version) and applied by `flush` in the same
- * transaction, so a batch of a thousand lines in one hour costs one upsert.
+ * Keeps usage_hourly (and, through stats-rollups.ts, the stats rollups)
+ * equal to a recount of the rows: every change to a row takes its old share
+ * out and puts its new share in. The moves of a whole group commit (every
+ * write in it that succeeded) are summed per (app, hour, version) and per
+ * stats cell, and applied by `flush` just before the group's COMMIT, so the
+ * thousands of requests of one hour that a group of calls stores cost one
+ * upsert per cell, not one per call. A write that fails is rolled back to
+ * its savepoint and its moves cut off (`mark`, `cutBack`).
  */
 export function createRollups(db: Database.Database) {
   const add = db.prepare(`
@@ -91,6 +101,9 @@ export function createRollups(db: Database.Database) {
     "DELETE FROM usage_hourly WHERE app_key = ? AND hour = ? AND version_key = ? AND requests = 0 AND lines = 0 AND bytes = 0",
   );
   const pending = new Map<string, UsageShare>();
+  /** The group's moves not yet applied, before and after, in pairs. */
+  const usageMoves: (UsageShare | undefined)[] = [];
+  const statsMoves: (StatsShare | undefined)[] = [];
   const stats = createStatsRollups(db);
   backfillStats(db, stats);
 
@@ -106,13 +119,32 @@ export function createRollups(db: Database.Database) {
   return {
     /** Moves a row's share from `before` (absent for a new row) to `after` (absent for a deleted row). */
     move(before: UsageShare | undefined, after: UsageShare | undefined): void {
-      if (before) accumulate(before, -1);
-      if (after) accumulate(after, 1);
+      usageMoves.push(before, after);
     },
     /** Moves a request's share of the stats rollups (stats-rollups.ts), the same way. */
-    moveStats: stats.move,
-    /** Applies the pending deltas (inside the write's transaction). */
+    moveStats(before: StatsShare | undefined, after: StatsShare | undefined): void {
+      statsMoves.push(before, after);
+    },
+    /** Where the moves so far end (taken as a write starts). */
+    mark(): RollupsMark {
+      return { usage: usageMoves.length, stats: statsMoves.length };
+    },
+    /** Forgets the moves after `mark`: those of a write that failed (its savepoint rolled back). */
+    cutBack(mark: RollupsMark): void {
+      usageMoves.length = mark.usage;
+      statsMoves.length = mark.stats;
+    },
+    /** Applies the moves (inside the group's transaction, before its COMMIT). */
     flush(): void {
+      for (let i = 0; i < usageMoves.length; i += 2) {
+        const before = usageMoves[i];
+        const after = usageMoves[i + 1];
+        if (before) accumulate(before, -1);
+        if (after) accumulate(after, 1);
+      }
+      usageMoves.length = 0;
+      for (let i = 0; i < statsMoves.length; i += 2) stats.move(statsMoves[i], statsMoves[i + 1]);
+      statsMoves.length = 0;
       for (const d of pending.values()) {
         if (d.requests === 0 && d.bytes === 0 && d.lines === 0) continue;
         add.run(d.appKey, d.hour, d.versionKey, d.requests, d.bytes, d.lines);
@@ -121,8 +153,10 @@ export function createRollups(db: Database.Database) {
       pending.clear();
       stats.flush();
     },
-    /** Drops the pending deltas of a write that failed. */
+    /** Drops the moves and what is known of the stored cells: a group that did not commit. */
     discard(): void {
+      usageMoves.length = 0;
+      statsMoves.length = 0;
       pending.clear();
       stats.discard();
     },

@@ -25,12 +25,15 @@ export interface WriteBatcher {
  * own savepoint: one that throws is rolled back alone and only its caller
  * gets the error. Callers are answered only after COMMIT returns; `onCommit`
  * runs after each commit (Tail wakes its followers there), `onAbort` after a
- * group that did not commit (caches of what it wrote are dropped there).
+ * group that did not commit (caches of what it wrote are dropped there), and
+ * `beforeCommit` after the group's writes, inside its transaction (what they
+ * moved together is written there: a failure there fails the whole group).
  */
 export function createWriteBatcher(
   db: Database.Database,
   onCommit: () => void = () => {},
   onAbort: () => void = () => {},
+  beforeCommit: () => void = () => {},
 ): WriteBatcher {
   let queue: PendingWrite[] = [];
   let scheduled = false;
@@ -39,7 +42,7 @@ export function createWriteBatcher(
   let aborted: unknown;
   const commitGroup = db.transaction((group: PendingWrite[]) => {
     aborted = undefined;
-    return group.map((w) => {
+    const outcomes = group.map((w) => {
       // Some errors (a full disk among them) make SQLite roll back the whole
       // transaction: the writes after it must not run outside one.
       if (aborted !== undefined) return { ok: false as const, err: aborted };
@@ -52,6 +55,9 @@ export function createWriteBatcher(
         return { ok: false as const, err };
       }
     });
+    if (aborted !== undefined) throw aborted;
+    beforeCommit();
+    return outcomes;
   });
 
   function drain(): void {

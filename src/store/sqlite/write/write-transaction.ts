@@ -1,3 +1,4 @@
+import type { CommittedWrites } from "../../committed-writes.js";
 import type { Keys } from "../rows/keys.js";
 import type { SearchIndex } from "../rows/search-doc.js";
 import type { Strings } from "../rows/strings.js";
@@ -16,28 +17,31 @@ export interface WriteTransactionParts {
   strings: Strings;
   search: SearchIndex;
   rollups: Rollups;
-  changeLog: ChangeLog;
+  /** What the writes tell the write observers once committed. */
+  notes: CommittedWrites;
 }
 
 /**
  * The rules of a write's transaction: it runs in the group commit, in its
- * own savepoint; when its work returns, the rollup cells it moved and the
- * last change sequence number are written within that savepoint; when it
- * throws, the rollups it moved are discarded and the caches of keys,
+ * own savepoint; when it throws, the rollup moves it made are cut off, what
+ * it noted for the write observers is forgotten, and the caches of keys,
  * strings and stop grams are dropped (what they hold may have been inserted
- * by the rolled-back savepoint).
+ * by the rolled-back savepoint). What the group's writes moved together
+ * (the rollup cells, the last change sequence number, the search documents
+ * waiting) is written once, before the group's COMMIT (`groupWrites`, the
+ * batcher's beforeCommit).
  */
-export function createWriteTransaction({ batcher, keys, strings, search, rollups, changeLog }: WriteTransactionParts): RunChange {
+export function createWriteTransaction({ batcher, keys, strings, search, rollups, notes }: WriteTransactionParts): RunChange {
   return (work, signal) =>
     guarded(signal, () =>
       batcher.run(() => {
+        const mark = notes.mark();
+        const moved = rollups.mark();
         try {
-          const result = work();
-          rollups.flush();
-          changeLog.save();
-          return result;
+          return work();
         } catch (err) {
-          rollups.discard();
+          notes.undo(mark);
+          rollups.cutBack(moved);
           keys.forget();
           strings.forget();
           search.forget();
@@ -45,4 +49,20 @@ export function createWriteTransaction({ batcher, keys, strings, search, rollups
         }
       }, signal),
     );
+}
+
+/**
+ * Rows whose search documents are made together once this many ids have
+ * been given out past the search index's mark (search-doc.ts), or sooner
+ * when writes pause.
+ */
+export const defaultSearchCatchUp = 4096;
+
+/** What a group commit writes once for all its writes, before its COMMIT. */
+export function groupWrites(rollups: Rollups, changeLog: ChangeLog, search: SearchIndex, catchUpAt = defaultSearchCatchUp): () => void {
+  return () => {
+    rollups.flush();
+    if (search.behind(changeLog.last()) >= catchUpAt) search.catchUp(changeLog.last());
+    changeLog.save();
+  };
 }

@@ -1,0 +1,73 @@
+/**
+ * Trigrams (three characters, code points) as the search index's writer
+ * handles them: a trigram of three ASCII characters, nearly every one of a
+ * request's text, is a number (the three codes, 7 bits each), so a
+ * document's distinct grams are a Set of small integers and its tokens come
+ * from a table, with no string made per gram; any other trigram is its text.
+ */
+export type Gram = number | string;
+
+const isAsciiCode = (code: number) => code < 0x80;
+
+/** The Gram of a trigram's text. */
+export function gramOf(text: string): Gram {
+  if (text.length === 3) {
+    const a = text.charCodeAt(0);
+    const b = text.charCodeAt(1);
+    const c = text.charCodeAt(2);
+    if (isAsciiCode(a) && isAsciiCode(b) && isAsciiCode(c)) return (a << 14) | (b << 7) | c;
+  }
+  return text;
+}
+
+/** A Gram's text. */
+export function gramText(gram: Gram): string {
+  return typeof gram === "string" ? gram : String.fromCharCode(gram >> 14, (gram >> 7) & 0x7f, gram & 0x7f);
+}
+
+/** Adds the distinct trigrams of `text` to `grams`, in the order they first occur. */
+export function addTrigrams(text: string, grams: Set<Gram>): void {
+  const n = text.length;
+  let ascii = true;
+  for (let i = 0; i < n; i++) {
+    if (!isAsciiCode(text.charCodeAt(i))) {
+      ascii = false;
+      break;
+    }
+  }
+  if (ascii) {
+    if (n < 3) return;
+    let gram = (text.charCodeAt(0) << 7) | text.charCodeAt(1);
+    for (let i = 2; i < n; i++) {
+      gram = ((gram << 7) & 0x1fffff) | text.charCodeAt(i);
+      grams.add(gram);
+    }
+    return;
+  }
+  const cps = Array.from(text);
+  for (let i = 0; i + 3 <= cps.length; i++) grams.add(gramOf(cps[i]! + cps[i + 1]! + cps[i + 2]!));
+}
+
+/** The distinct trigrams of a text, as text. */
+export function trigramsOf(text: string): string[] {
+  const grams = new Set<Gram>();
+  addTrigrams(text, grams);
+  return [...grams].map(gramText);
+}
+
+const hexDigits = Array.from({ length: 128 }, (_, c) => c.toString(16).padStart(2, "0"));
+/** Tokens of the ASCII grams met so far (at most 2^21 of them, 6 characters each). */
+const asciiTokens = new Map<number, string>();
+
+/** A trigram's token in the index: the hex of its UTF-8 bytes (one word to FTS5's ascii tokenizer). */
+export function gramToken(gram: Gram): string {
+  if (typeof gram === "string") gram = gramOf(gram);
+  if (typeof gram === "string") return Buffer.from(gram, "utf8").toString("hex");
+  let token = asciiTokens.get(gram);
+  if (token === undefined) {
+    if (asciiTokens.size >= 1 << 16) asciiTokens.clear();
+    token = hexDigits[gram >> 14]! + hexDigits[(gram >> 7) & 0x7f]! + hexDigits[gram & 0x7f]!;
+    asciiTokens.set(gram, token);
+  }
+  return token;
+}

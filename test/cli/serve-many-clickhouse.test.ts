@@ -1,0 +1,160 @@
+import { create } from "@bufbuild/protobuf";
+import { createReqlogClient } from "reqlog/client";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { LogLineSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
+import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { eventually, idOf, readAll } from "../helpers/read-all.js";
+import { type ReqlogServers, startReqlogServers } from "../helpers/reqlog-servers.js";
+import type { TestClient } from "../helpers/test-client.js";
+
+// Starting ClickHouse may first install it (apt-get); a killed server's slot is closed after 10 s.
+vi.setConfig({ hookTimeout: 600_000, testTimeout: 240_000 });
+
+let clickhouse: ClickHouseServer;
+beforeAll(async () => {
+  clickhouse = await startClickHouse({ name: "reqlog-serve-many-", inMemory: true });
+});
+afterAll(async () => {
+  await clickhouse?.stop();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A client whose calls go to the servers in turn: each Read page through the next server. */
+function hopping(servers: ReqlogServers, count: number): Pick<TestClient, "read"> {
+  let turn = 0;
+  return { read: (request, options) => servers.client(turn++ % count).read(request, options) };
+}
+
+/** Request ids of a paged read, with how often each came. */
+function repeats(logs: readonly RequestLog[]): string[] {
+  const seen = new Map<string, number>();
+  for (const log of logs) seen.set(idOf(log), (seen.get(idOf(log)) ?? 0) + 1);
+  return [...seen].filter(([, n]) => n > 1).map(([id, n]) => `${id} ×${n}`);
+}
+
+describe("three reqlog servers on one ClickHouse database", () => {
+  it("store every acknowledged record exactly once while one is killed (SIGKILL) and restarted mid-writes", async () => {
+    const database = `reqlog_many_${process.pid}`;
+    const servers = await startReqlogServers(3, { url: clickhouse.url, database });
+    try {
+      // Started at once on an empty database: one of them migrated it, each migration once.
+      const applied = await clickhouse.client.query({ query: `SELECT version, count() AS n FROM ${database}.schema_migrations GROUP BY version ORDER BY version`, format: "JSONEachRow" });
+      expect(await applied.json()).toEqual([1, 2, 3, 4].map((version) => ({ version, n: "1" })));
+      const written = new Map<string, boolean>(); // id → finished
+      let turn = 0;
+      /** Writes a batch through the next server, and again through the next while it fails (as a client would). */
+      async function writeAcked(logs: RequestLog[], via?: number): Promise<void> {
+        for (let attempt = 0; ; attempt++) {
+          const i = via !== undefined && attempt === 0 ? via : turn++ % 3;
+          try {
+            await servers.client(i).write({ log: logs });
+            return;
+          } catch {
+            await sleep(20);
+          }
+        }
+      }
+      const batch = (round: number, finished: boolean) =>
+        Array.from({ length: 40 }, (_, j) => {
+          const id = `r${round}-${j}`;
+          const end = t0 + BigInt(round * 40 + j) * 1000n;
+          return minimalLog(
+            finished
+              ? { requestId: rid(id), endTime: end, status: j % 7 === 0 ? 503 : 200, line: [create(LogLineSchema, { time: end, level: 1, logMessage: `done ${id}` })] }
+              : { requestId: rid(id), startTime: end - 500n, endTime: 0n, finished: false, line: [create(LogLineSchema, { time: end - 400n, level: 1, logMessage: `started ${id}` })] },
+          );
+        });
+
+      const pagesDuring: RequestLog[][] = [];
+      for (let round = 0; round < 30; round++) {
+        // Every other round starts its requests through one server and finishes them through the next.
+        if (round % 2 === 0) {
+          await writeAcked(batch(round, false), round % 3);
+          await writeAcked(batch(round, true), (round + 1) % 3);
+        } else {
+          await writeAcked(batch(round, true));
+        }
+        for (let j = 0; j < 40; j++) written.set(`r${round}-${j}`, true);
+        if (round === 10) {
+          // A write in flight to server 1 when it dies: the client sends it again elsewhere.
+          const inFlight = writeAcked(batch(100, true), 1);
+          await sleep(5);
+          await servers.kill(1);
+          await inFlight;
+          for (let j = 0; j < 40; j++) written.set(`r100-${j}`, true);
+        }
+        if (round === 20) await servers.restart(1);
+        if (round % 5 === 4) pagesDuring.push(await readAll(hopping(servers, round < 10 || round >= 20 ? 3 : 1), "forge"));
+      }
+
+      // Each paged Read made while writes went on (its pages through every server) saw each record once.
+      for (const logs of pagesDuring) expect(repeats(logs)).toEqual([]);
+
+      // Afterwards, through any server: every record once, finished, with its lines; Usage counts them.
+      const expected = [...written.keys()].sort();
+      const all = await eventually(async () => {
+        const logs = await readAll(hopping(servers, 3), "forge");
+        return logs.length === expected.length ? logs : undefined;
+      }, `a paged read of ${expected.length} records`, 60_000);
+      expect(repeats(all)).toEqual([]);
+      expect(all.map(idOf).sort()).toEqual(expected);
+      expect(all.filter((l) => !l.finished).map(idOf)).toEqual([]);
+      const started = all.filter((l) => l.line.some((line) => line.logMessage.startsWith("started")));
+      expect(started.length).toBe(15 * 40);
+      expect(started.every((l) => l.line.map((line) => line.logMessage.split(" ")[0]).join() === "started,done")).toBe(true);
+      for (let i = 0; i < 3; i++) {
+        const usage = await servers.client(i).usage({ appId: "forge" });
+        expect(usage.summary?.count).toBe(BigInt(expected.length));
+      }
+    } finally {
+      await servers.stop();
+    }
+  });
+
+  it("lose nothing when the SDK's server is killed mid-stream: it sends on to the other", async () => {
+    const database = `reqlog_sdk_failover_${process.pid}`;
+    const servers = await startReqlogServers(2, { url: clickhouse.url, database });
+    const reqlog = createReqlogClient({
+      server: servers.servers.map((s) => s.address),
+      app: "forge",
+      flushIntervalMs: 10,
+      maxBatchRecords: 100,
+      retry: { initialMs: 20, maxMs: 200 },
+    });
+    try {
+      const total = 3000;
+      let sent = 0;
+      const sendSome = (n: number) => {
+        for (const end = Math.min(total, sent + n); sent < end; sent++) {
+          const start = t0 + BigInt(sent) * 1000n;
+          reqlog.send({ requestId: `req-${sent}`, startTime: start, endTime: start + 800n, method: "GET", resource: `/r/${sent}`, status: 200 });
+        }
+      };
+      while (reqlog.stats().acknowledged.records < 1000) {
+        sendSome(30);
+        await sleep(2);
+      }
+      // The stream is on one of the two; kill the first (whichever it is, the logger goes on with the other).
+      await servers.kill(0);
+      while (sent < total) {
+        sendSome(30);
+        await sleep(2);
+      }
+      await reqlog.flush({ timeoutMs: 60_000 });
+      expect(reqlog.stats()).toMatchObject({ dropped: { records: 0 }, refused: { records: 0 }, acknowledged: { records: expect.any(Number) } });
+
+      const survivor = servers.client(1);
+      const logs = await eventually(async () => {
+        const all = await readAll(survivor, "forge");
+        return all.length === total ? all : undefined;
+      }, `${total} records`, 60_000);
+      expect(repeats(logs)).toEqual([]);
+      expect((await survivor.usage({ appId: "forge" })).summary?.count).toBe(BigInt(total));
+    } finally {
+      await reqlog.close({ timeoutMs: 1000 }).catch(() => undefined);
+      await servers.stop();
+    }
+  });
+});
