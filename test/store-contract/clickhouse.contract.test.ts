@@ -20,6 +20,7 @@ import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { isScan, queryCounter } from "../helpers/query-counter.js";
 import { openAlternating } from "./alternating-backend.js";
 import { describeStoreContract, reopenable } from "./contract.js";
 
@@ -468,27 +469,19 @@ describe("ClickHouse migration 006 (the search index)", () => {
   it("indexes a 003 database's stored requests, so that regex Reads find them through the index, and later writes too", async () => {
     const database = `reqlog_m006_${process.pid}`;
     const command = (query: string) => server.client.command({ query: query.replaceAll("DB.", `${database}.`) });
-    // Scans count the rows they examine; a Read the index answers examines only its candidates.
-    let scans = 0;
-    const interpose = (sql: SqlClient): SqlClient => ({
-      ...sql,
-      rows(query, s) {
-        if (query.includes("AS examined")) scans++;
-        return sql.rows(query, s);
-      },
-    });
+    const scans = queryCounter(isScan);
     type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
     let at = 0n;
     const write = (backend: Opened, name: string, resource: string, extra: Parameters<typeof minimalLog>[0] = {}) =>
       backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + ++at, resource, ...extra }), defaultLimits, "log")], signal);
     const matching = async (backend: Opened, pattern: string) => {
       const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
-      const before = scans;
+      const before = scans.seen;
       const page = await backend.store.read(
         planRead(create(LogReadRequestSchema, { appId: "forge", count: 100n, combinedLogRegex: pattern }), defaultLimits, offsets),
         signal,
       );
-      return { ids: page.records.map((r) => decoder.decode(r.log.requestId)).sort(), indexed: scans === before };
+      return { ids: page.records.map((r) => decoder.decode(r.log.requestId)).sort(), indexed: scans.seen === before };
     };
     try {
       let backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n });
@@ -508,7 +501,7 @@ describe("ClickHouse migration 006 (the search index)", () => {
       await command("INSERT INTO DB.schema_migrations (version, name) VALUES (1, '001-init'), (2, '002-positions'), (3, '003-group-rollups')");
 
       // (The index is for ranges of more than a few thousand records: asked here whatever the range holds.)
-      backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose, searchIndex: "always" });
+      backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose: scans.interpose, searchIndex: "always" });
       try {
         const applied = await server.client.query({ query: `SELECT version FROM ${database}.schema_migrations ORDER BY version`, format: "JSONEachRow" });
         expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 6 }]);
@@ -537,16 +530,9 @@ describe("ClickHouse paging far above the data", () => {
   it("reads a page's windows after the first from the newest hour holding requests down to the oldest, not on from now to 19 years back", async () => {
     const database = `reqlog_far_${process.pid}`;
     const yearUs = 365n * 86_400_000_000n;
-    let windows = 0;
-    const interpose = (sql: SqlClient): SqlClient => ({
-      ...sql,
-      rows(query, s) {
-        if (query.includes("AS examined")) windows++;
-        return sql.rows(query, s);
-      },
-    });
+    const windows = queryCounter(isScan);
     // The requests ended a year before now (an old store, a Read of a quiet app).
-    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + yearUs, interpose });
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + yearUs, interpose: windows.interpose });
     try {
       const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
       for (const [name, at] of [["a", 1n], ["b", 2n], ["c", 3n]] as const) {
@@ -554,17 +540,17 @@ describe("ClickHouse paging far above the data", () => {
       }
       const read = (init: Parameters<typeof create<typeof LogReadRequestSchema>>[1]) =>
         backend.store.read(planRead(create(LogReadRequestSchema, { appId: "forge", ...init }), defaultLimits, offsets), signal);
-      windows = 0;
+      windows.seen = 0;
       const page = await read({ count: 10n });
       expect(page.records.map((r) => decoder.decode(r.log.requestId))).toEqual(["c", "b", "a"]);
       // The minute before now, then (from the end of the hour the requests are in) a minute, ten, a hundred:
       // the last reaches back over that hour, the oldest (before: windows ten times wider each round from now,
       // eight rounds to reach a year, and on down to 19 years).
-      expect(windows).toBeLessThanOrEqual(4);
-      windows = 0;
+      expect(windows.seen).toBeLessThanOrEqual(4);
+      windows.seen = 0;
       // Nothing below the end time (an hour before the requests'): no window after the first.
       expect((await read({ count: 10n, endTime: t0 - 3_600_000_000n })).records).toEqual([]);
-      expect(windows).toBe(1);
+      expect(windows.seen).toBe(1);
     } finally {
       await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });

@@ -7,11 +7,11 @@ import { defaultLimits } from "../../src/limits.js";
 import { createOffsetCodec } from "../../src/query/offset-codec.js";
 import { planRead, re2Flags } from "../../src/query/read-plan.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
-import type { SqlClient } from "../../src/store/clickhouse/sql-client.js";
 import type { Backend } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { isScan, queryCounter } from "../helpers/query-counter.js";
 
 // Each run makes a database (migrations included) and writes through the store: seconds each.
 vi.setConfig({ hookTimeout: 600_000, testTimeout: 600_000 });
@@ -72,17 +72,9 @@ describe("regex Reads on ClickHouse through the search index", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 5, maxLength: 30 }), async (ops) => {
         const database = `reqlog_search_${process.pid}_${++run}`;
-        // Scans count the rows they examine; a Read the index answers examines only its candidates.
-        let scans = 0;
-        const interpose = (sql: SqlClient): SqlClient => ({
-          ...sql,
-          rows(query, s) {
-            if (query.includes("AS examined")) scans++;
-            return sql.rows(query, s);
-          },
-        });
+        const scans = queryCounter(isScan);
         let now = t0 + 10_000n;
-        const indexed = await openClickHouseBackend({ url: server.url, database, now: () => now, interpose, searchIndex: "always" });
+        const indexed = await openClickHouseBackend({ url: server.url, database, now: () => now, interpose: scans.interpose, searchIndex: "always" });
         let scanned: Backend | undefined;
         try {
           for (const op of ops) {
@@ -129,9 +121,9 @@ describe("regex Reads on ClickHouse through the search index", () => {
               } while (after);
               return ids;
             };
-            const before = scans;
+            const before = scans.seen;
             const fromIndex = await pages(indexed);
-            if (scans === before) narrowed++;
+            if (scans.seen === before) narrowed++;
             else if (process.env.SEARCH_DEBUG) console.log("scanned", pattern);
             const fromScan = await pages(scanned);
             expect({ pattern, pages: fromIndex }).toEqual({ pattern, pages: fromScan });

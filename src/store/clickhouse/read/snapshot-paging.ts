@@ -191,8 +191,10 @@ export function createSnapshotPaging(
    * each a search of its own, and stops at the window where the page is full
    * or the budget spent; what it finds is what one search over every window
    * up to there finds. Patterns are tested on `requests` (positions have no
-   * combined line or host), in one search over the whole range, since
-   * `requests` is not ordered by time; positions still count the rows examined.
+   * combined line or host), a window at a time too: `requests` is not
+   * ordered by time, but its sort times are read first (one column), and
+   * only the window's rows have their line derived and matched; positions
+   * still count the rows examined.
    */
   async function unchangedScan(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal) {
     const scope = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan), heldSql("seq", snapshot), "deleted = 0"];
@@ -221,9 +223,9 @@ export function createSnapshotPaging(
         signal,
       );
     const patterns = plan.hostRegex !== undefined || plan.combinedRegex !== undefined;
-    const matchesIn = (where: readonly string[], limit: number) =>
+    const matchesIn = (where: readonly string[], window: readonly string[], limit: number) =>
       patterns
-        ? firstMatches(plan, where, limit, signal)
+        ? firstMatches(plan, where, window, limit, signal)
         : sql.rows<Hit>(
             `SELECT sort_time, rkey, request_id, seq FROM positions FINAL WHERE ${and([...where, ...planFilters(plan)])}
              ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(limit)}`,
@@ -233,10 +235,10 @@ export function createSnapshotPaging(
     let examined = 0;
     let oldestKey: [string, string] | undefined;
     const hits: Hit[] = [];
-    for await (const window of patterns ? [[]] : scanWindows(plan, from, signal)) {
+    for await (const window of scanWindows(plan, from, signal)) {
       const where = [...scope, ...window];
       // (On a cluster, each shard sums up its own rows.)
-      const [[whole], found] = await Promise.all([extent(where), matchesIn(where, wanted - hits.length)]);
+      const [[whole], found] = await Promise.all([extent(where), matchesIn(where, window, wanted - hits.length)]);
       hits.push(...found);
       // The row past the budget is examined too (as on SQLite): rows + 1. Only
       // when there are more does ClickHouse sort them to find where it stands.
@@ -373,16 +375,22 @@ export function createSnapshotPaging(
    * finds enough matches or finds every matching version; else (many
    * matching versions superseded) the same search runs on requests FINAL.
    */
-  async function firstMatches(plan: ReadPlan, scope: readonly string[], wanted: number, signal: AbortSignal): Promise<Hit[]> {
+  async function firstMatches(plan: ReadPlan, scope: readonly string[], window: readonly string[], wanted: number, signal: AbortSignal): Promise<Hit[]> {
     const filters = scanFilters(plan);
     const order = "ORDER BY sort_time DESC, rkey DESC LIMIT";
+    // `requests` is not ordered by time: the window's sort times are tested
+    // first (PREWHERE, one column), so that the combined line is derived and
+    // matched only for the rows in the window. (Not with FINAL, which would
+    // merge what is left: a version moved out of the window would leave its
+    // old one looking like the latest.)
+    const from = (table: string) => (window.length > 0 && table === "requests" ? `${table} PREWHERE ${and(window)}` : table);
     const search = (table: string, limit: number) =>
       sql.rows<Hit>(
         filters.then.length === 0
           ? // One level when there is no second stage: on a cluster, each shard then sorts and limits its own rows.
-            `SELECT sort_time, rkey, request_id, seq FROM ${table} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
+            `SELECT sort_time, rkey, request_id, seq FROM ${from(table)} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
           : `SELECT sort_time, rkey, request_id, seq
-             FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${table}
+             FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${from(table)}
                    WHERE ${[...scope, ...filters.first].join(" AND ")})
              WHERE ${and(filters.then)} ${order} ${sqlInt(limit)}`,
         signal,
