@@ -25,10 +25,14 @@ export interface SearchKeys {
   postings: number;
 }
 
-/** A value set named by the dictionary: the values of `kinds` whose text contains `text` (starts or ends with it), or all of them. */
+/**
+ * A value set named by the dictionary: the values of `kinds` whose text
+ * contains `text` (starts or ends with it, or is it: found by its key), or
+ * all of them.
+ */
 interface Lookup {
   kinds: readonly number[];
-  test: "contains" | "startsWith" | "endsWith" | "any";
+  test: "contains" | "startsWith" | "endsWith" | "is" | "any";
   text: string;
 }
 
@@ -38,7 +42,6 @@ type Need =
   | { op: "values"; lookup: number }
   /** Nothing can be narrowed if the lookup finds a value (a piece that may lie in a method or HTTP version). */
   | { op: "unlessFound"; lookup: number }
-  | { op: "token"; token: string }
   | { op: "and" | "or"; args: Need[] };
 
 const yes: Need = { op: "yes" };
@@ -61,23 +64,28 @@ export function createSearchIndex(sql: SqlClient) {
   function needsOf(query: StringQuery) {
     const lookups: Lookup[] = [];
     const lookupIds = new Map<string, number>();
-    const tokens = new Set<string>();
     const lookup = (l: Lookup) => {
       const key = JSON.stringify(l);
       let id = lookupIds.get(key);
       if (id === undefined) lookupIds.set(key, (id = lookups.push(l) - 1));
       return id;
     };
-    /** A piece's runs in tokens of a resource's rest: a token for each (whole ones by key, the others looked up). */
-    const inRest = (runs: readonly PieceRun[]): Need => {
-      if (runs.length === 0) return yes;
+    /**
+     * A piece's runs in tokens of a resource's rest: a token for each. Whole
+     * ones are found by key; when there are any, the others are left out
+     * (an AND reads one part anyway, and looking a partial run up reads
+     * every token of the app's dictionary: millions of ids and signatures).
+     */
+    const inRest = (all: readonly PieceRun[]): Need => {
+      if (all.length === 0) return yes;
+      const whole = all.filter((r) => r.token === "equals");
+      const runs = whole.length > 0 ? whole : all;
       return {
         op: "and",
-        args: runs.map((r): Need => {
-          if (r.token !== "equals") return { op: "values", lookup: lookup({ kinds: [termKind.token], test: r.token, text: r.text }) };
-          tokens.add(r.text);
-          return { op: "token", token: r.text };
-        }),
+        args: runs.map((r): Need => ({
+          op: "values",
+          lookup: lookup({ kinds: [termKind.token], test: r.token === "equals" ? "is" : r.token, text: r.text }),
+        })),
       };
     };
     const piece = (p: string): Need => {
@@ -88,9 +96,14 @@ export function createSearchIndex(sql: SqlClient) {
         args: [
           { op: "unlessFound", lookup: lookup({ kinds: [termKind.method, termKind.httpVersion], test: "contains", text: p }) },
           { op: "values", lookup: lookup({ kinds: [termKind.start], test: "contains", text: p }) },
+          // (Across the start's end: the start's part always narrows, so the
+          // rest's part is asked only for whole tokens.)
           ...places.splits.map((s): Need => ({
             op: "and",
-            args: [{ op: "values", lookup: lookup({ kinds: [termKind.start], test: "endsWith", text: s.head }) }, inRest(s.runs)],
+            args: [
+              { op: "values", lookup: lookup({ kinds: [termKind.start], test: "endsWith", text: s.head }) },
+              inRest(s.runs.filter((r) => r.token === "equals")),
+            ],
           })),
           inRest(places.runs),
           { op: "values", lookup: lookup({ kinds: [termKind.referrer, termKind.userAgent], test: "contains", text: p }) },
@@ -111,45 +124,45 @@ export function createSearchIndex(sql: SqlClient) {
           return { op: q.op, args: q.args.map(walk) };
       }
     };
-    return { need: walk(query), lookups, tokens: [...tokens] };
+    return { need: walk(query), lookups };
   }
 
   /** Each lookup's keys (at most maxKeysPerLookup + 1) and their postings, in one pass over the app's shared values. */
   async function lookUp(app: string, lookups: readonly Lookup[], signal: AbortSignal) {
     if (lookups.length === 0) return [];
-    const test = (l: Lookup) => {
+    /** The lookup's test of an entry whose text is `column`. */
+    const test = (l: Lookup, column = "value") => {
       const kinds = `kind IN ${sqlList(l.kinds.map((k) => sqlInt(k)))}`;
-      if (l.test === "any") return kinds;
       const text = sqlString(l.text);
-      return `${kinds} AND ${l.test === "contains" ? `position(text, ${text}) > 0` : `${l.test}(text, ${text})`}`;
+      switch (l.test) {
+        case "any":
+          return kinds;
+        case "is":
+          return `${kinds} AND key = ${termKeySql(`toUInt8(${l.kinds[0]!})`, text)}`;
+        case "contains":
+          return `${kinds} AND position(${column}, ${text}) > 0`;
+        default:
+          return `${kinds} AND ${l.test}(${column}, ${text})`;
+      }
     };
-    const kinds = [...new Set(lookups.flatMap((l) => l.kinds))];
+    // Tokens are too many to read through: only those found by key, unless a lookup wants their text.
+    const kinds = [...new Set(lookups.flatMap((l) => (l.test === "is" ? [] : l.kinds)))];
+    const byKey = lookups.filter((l) => l.test === "is");
+    const entries = [
+      ...(kinds.length > 0 ? [`kind IN ${sqlList(kinds.map((k) => sqlInt(k)))}`] : []),
+      ...byKey.map((l) => `(${test(l)})`),
+    ];
     const columns = lookups.map((l, i) => `groupArrayIf(${maxKeysPerLookup + 1})(toString(key), ${test(l)}) AS k${i}, sumIf(n, ${test(l)}) AS n${i}`);
+    // Only the entries some lookup wants are summed (an app's tokens may be
+    // millions: ids, signatures), then each lookup takes its own.
     const [row] = await sql.rows<Record<string, string[] | string>>(
       `SELECT ${columns.join(", ")} FROM (
-         SELECT kind, key, any(text) AS text, sum(n) AS n FROM search_terms
-         WHERE app = ${sqlString(app)} AND kind IN ${sqlList(kinds.map((k) => sqlInt(k)))} GROUP BY kind, key)`,
+         SELECT kind, key, any(text) AS value, sum(n) AS n FROM search_terms
+         WHERE app = ${sqlString(app)} AND (${entries.join(" OR ")}) AND (${lookups.map((l) => `(${test(l, "text")})`).join(" OR ")})
+         GROUP BY kind, key)`,
       signal,
     );
     return lookups.map((_, i) => ({ keys: row![`k${i}`] as string[], postings: Number(row![`n${i}`]) }));
-  }
-
-  /** The tokens' keys and postings (absent: never indexed, so in no request). */
-  async function tokenCounts(app: string, tokens: readonly string[], signal: AbortSignal) {
-    const counts = new Map<string, { key: string; postings: number }>();
-    if (tokens.length === 0) return counts;
-    const keyOf = (t: string) => termKeySql(`toUInt8(${termKind.token})`, sqlString(t));
-    const rows = await sql.rows<{ token: string; key: string; n: string }>(
-      `SELECT token, toString(k) AS key, n FROM
-         (SELECT arrayJoin(${`[${tokens.map((t) => `(${sqlString(t)}, ${keyOf(t)})`).join(", ")}]`}) AS tk, tupleElement(tk, 1) AS token, tupleElement(tk, 2) AS k)
-       ANY INNER JOIN
-         (SELECT key AS k, sum(n) AS n FROM search_terms
-          WHERE app = ${sqlString(app)} AND kind = ${sqlInt(termKind.token)} AND key IN ${sqlList(tokens.map(keyOf))} GROUP BY k)
-       USING k`,
-      signal,
-    );
-    for (const r of rows) counts.set(r.token, { key: r.key, postings: Number(r.n) });
-    return counts;
   }
 
   return {
@@ -158,9 +171,9 @@ export function createSearchIndex(sql: SqlClient) {
      * the index cannot narrow it below `limit` postings (a scan answers).
      */
     async keysOf(app: string, pattern: string, limit: number, signal: AbortSignal): Promise<SearchKeys | undefined> {
-      const { need, lookups, tokens } = needsOf(requiredStrings(pattern));
+      const { need, lookups } = needsOf(requiredStrings(pattern));
       if (need.op === "yes") return undefined;
-      const [found, counted] = await Promise.all([lookUp(app, lookups, signal), tokenCounts(app, tokens, signal)]);
+      const found = await lookUp(app, lookups, signal);
       const nothing: Reading = { cost: 0, keys: new Set() };
       const anything: Reading = { cost: Infinity, keys: new Set() };
       const evaluate = (n: Need): Reading => {
@@ -175,10 +188,6 @@ export function createSearchIndex(sql: SqlClient) {
           }
           case "unlessFound":
             return found[n.lookup]!.keys.length > 0 ? anything : nothing;
-          case "token": {
-            const t = counted.get(n.token);
-            return t ? { cost: t.postings, keys: new Set([t.key]) } : nothing;
-          }
           case "and": {
             // Any part narrows: read the cheapest (RE2 checks the others).
             let best = anything;

@@ -5,7 +5,7 @@ import type { ReadResult } from "../../store.js";
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
 import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
-import type { SearchIndex } from "./search-index.js";
+import type { SearchIndex, SearchKeys } from "./search-index.js";
 import { hourOf, usecPerHour } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
@@ -207,12 +207,18 @@ export function createSnapshotPaging(
     const bound = after?.sortTime ?? plan.endTime;
     const from = bound ?? now();
     if (search && plan.combinedRegex !== undefined) {
-      const span = await storedSpan(plan, from, bound !== undefined, signal);
+      // Which keys narrow the pattern, asked beside how much the range holds
+      // (one round trip): few rows are scanned as fast as the index is asked,
+      // and a scan is what the budget stops: as on SQLite, the index is for
+      // ranges of more. Undefined keys: the index cannot narrow the pattern to
+      // maxCandidates (and the budget), and a scan reads instead.
+      const limit = Math.min(maxCandidates, rows);
+      const [span, keys] = await Promise.all([
+        storedSpan(plan, from, bound !== undefined, signal),
+        search.index.keysOf(plan.appId, plan.combinedRegex, limit, signal),
+      ]);
       if (span === null) return { found: [] };
-      // (Few rows are scanned as fast as the index is asked, and a scan is
-      // what the budget stops: as on SQLite, the index is for ranges of more.)
-      const indexed = span.requests > search.fromRows ? await indexedScan(search.index, plan, scope, after, signal) : undefined;
-      if (indexed) return { found: indexed };
+      if (keys && span.requests > search.fromRows) return { found: await indexedScan(keys, plan, scope, after, signal) };
     }
     const extent = (where: readonly string[], limit?: number) =>
       sql.rows<ScanExtent>(
@@ -262,36 +268,31 @@ export function createSnapshotPaging(
 
   /**
    * The scan of unchanged records for a combined_log_regex, from its
-   * candidates in the search index (search-index.ts): the sort times under
-   * its keys, newest first from the cursor, then their positions at the
-   * snapshot (`scope`), then the latest versions of those requests tested
-   * with every filter (RE2 among them), a round of candidates at a time
-   * until the page is full. It examines only candidates, so the budget never
-   * stops it: undefined when the index cannot narrow the pattern to
-   * maxCandidates (and the budget), and a scan reads instead.
+   * candidates in the search index (search-index.ts): the positions at the
+   * snapshot (`scope`) of the sort times under its keys, newest first from
+   * the cursor (one query), then the latest versions of those requests
+   * tested with every filter (RE2 among them), a round of candidates at a
+   * time until the page is full. It examines only candidates, so the budget
+   * never stops it.
    */
-  async function indexedScan(index: SearchIndex, plan: ReadPlan, scope: readonly string[], after: ClickHouseCursor | undefined, signal: AbortSignal) {
-    if (plan.combinedRegex === undefined) return undefined;
-    const limit = Math.min(maxCandidates, scanRows(plan));
-    const found = await index.keysOf(plan.appId, plan.combinedRegex, limit, signal);
-    if (!found) return undefined;
+  async function indexedScan(found: SearchKeys, plan: ReadPlan, scope: readonly string[], after: ClickHouseCursor | undefined, signal: AbortSignal) {
     const hits: ScanRow[] = [];
     if (found.keys.length === 0) return hits;
     const range = [...timeRange(plan), ...(after ? [`sort_time <= ${sqlInt(after.sortTime)}`] : [])];
-    const times = await sql.rows<{ sort_time: string }>(
-      `SELECT DISTINCT sort_time FROM search_postings
-       WHERE ${and([`app = ${sqlString(plan.appId)}`, `key IN ${sqlList(found.keys)}`, ...range])}
-       ORDER BY sort_time DESC LIMIT ${sqlInt(limit + 1)}`,
-      signal,
-    );
-    if (times.length > limit) return undefined;
     const filters = planFilters(plan);
-    for (let i = 0; i < times.length && hits.length < plan.count + 1; i += candidatesPerRound) {
-      const round = times.slice(i, i + candidatesPerRound).map((t) => t.sort_time);
+    // (GLOBAL: on a cluster the candidates are found once, on every shard's
+    // postings, then sent to every shard's positions.) The postings counted
+    // are an upper bound of the candidates: the rounds end by then.
+    for (let i = 0; i < found.postings && hits.length < plan.count + 1; i += candidatesPerRound) {
       const standing = await sql.rows<Hit>(
-        `SELECT sort_time, rkey, request_id, seq FROM positions FINAL WHERE ${and([...scope, `sort_time IN ${sqlList(round)}`])}`,
+        `SELECT sort_time, rkey, request_id, seq FROM positions FINAL
+         WHERE ${and([...scope, `sort_time GLOBAL IN (
+           SELECT DISTINCT sort_time FROM search_postings
+           WHERE ${and([`app = ${sqlString(plan.appId)}`, `key IN ${sqlList(found.keys)}`, ...range])}
+           ORDER BY sort_time DESC LIMIT ${sqlInt(i)}, ${sqlInt(candidatesPerRound)})`])}`,
         signal,
       );
+      if (standing.length === 0) continue;
       const latest = await records.byIds(plan.appId, standing.map((p) => p.request_id), filters, signal);
       const matching = new Map(latest.map((r) => [r.request_id, r.seq]));
       const matched = standing
