@@ -27,12 +27,15 @@ export const benches: ListedBench[] = [
   { script: "sdk-bench", full: ["300000", "3"], quick: ["30000", "1"] },
   { script: "stats-bench", full: ["200000", "10000", "1000000", "10000000"], quick: ["20000", "10000", "100000"] },
   { script: "http-bench", full: ["100000", "300"], quick: ["10000", "50"] },
+  { script: "clickhouse-servers-bench", full: ["200000"], quick: ["20000"] },
+  { script: "alerting-bench", full: [], quick: ["--records", "20000", "--series", "500", "--bursts", "2"] },
   { script: "dashboard-screenshot", full: ["--requests", "1000000", "--hours", "720", "--loads", "5"], quick: ["--requests", "20000", "--loads", "2"] },
 ];
 
 /** Bench scripts `npm run bench` does not run, each with the reason it prints. */
 export const leftOut: Record<string, string> = {
   "against-build": "compares this build with another checkout's: npm run bench:against -- DIR [requests]",
+  "query-bench": "Query at 10M requests against ClickHouse, whose stores take hours to seed: npm run bench:query",
   "soak-bench": "a 24-minute memory soak under mixed load: npm run bench:soak",
   "fuzz-long": "a long run of hostile messages, recorded in docs/security.md: npm run fuzz:long",
   "crash-soak": "kill -9 under load, recorded in docs/security.md: npm run crash:long",

@@ -7,7 +7,9 @@
  * screenshot (bench/out/dashboard.png by default; the README's is made with
  * --out docs/dashboard.png).
  *
- *   npm run bench:dashboard -- [--out FILE] [--requests N] [--hours H] [--view V] [--loads N] [--db FILE] [--keep]
+ *   npm run bench:dashboard -- [--out FILE] [--requests N] [--hours H] [--view V] [--q QUERY] [--loads N] [--db FILE] [--keep]
+ *
+ * --q is Explore's query (docs/explore.png: --view explore --q '* | stats by (_time:1h, status_class) count() as requests').
  *
  * --db keeps the seeded store in FILE and reuses it on later runs (seeding a
  * million requests takes minutes); --keep leaves the server running (its URL
@@ -34,6 +36,7 @@ const { values: args } = parseArgs({
     requests: { type: "string", default: "80000" },
     hours: { type: "string", default: "48" },
     view: { type: "string", default: "" },
+    q: { type: "string", default: "" },
     loads: { type: "string", default: "5" },
     db: { type: "string" },
     keep: { type: "boolean", default: false },
@@ -148,7 +151,7 @@ async function main() {
     );
   }
   const base = `http://${server.http!.address}`;
-  const url = `${base}/?app=forge${args.view ? `&view=${args.view}` : ""}&range=${hours <= 48 ? "24h" : hours <= 168 ? "7d" : "30d"}`;
+  const url = `${base}/?app=forge${args.view ? `&view=${args.view}` : ""}&range=${hours <= 48 ? "24h" : hours <= 168 ? "7d" : "30d"}${args.q ? `&q=${encodeURIComponent(args.q)}` : ""}`;
 
   const browser = await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });

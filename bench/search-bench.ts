@@ -2,7 +2,7 @@
  * Regex search and disk use against plain text: the same requests' combined
  * lines as a text file, searched with ripgrep (installed from apt when
  * missing), and its size per request against reqlog's database file.
- *   npm run bench:search -- [requests]     (default 1000000)
+ *   npm run bench:search -- [requests] [--without ripgrep]     (default 1000000)
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { statSync, writeFileSync } from "node:fs";
@@ -10,21 +10,22 @@ import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { combinedLineOf, combinedMatchArgsSql } from "../src/store/sqlite/read/combined-match.js";
 import { openSqliteBackend } from "../src/store/sqlite/sqlite-backend.js";
+import { benchArgs, requiredPeer } from "./harness/bench-args.js";
 import { startBenchServer } from "./harness/bench-server.js";
 import { benchDbPath, benchStart, loadBackend } from "./load.js";
 
-const n = Number(process.argv[2] ?? 1_000_000);
+const args = benchArgs();
+const n = Number(args.positional[0] ?? 1_000_000);
 const pattern = '"GET /api/v1/repos/[^/]+/[^/]+/raw/go\\.mod HTTP/2\\.0" 500 ';
 
 /** ripgrep's path, installing Debian's package when it is missing; undefined when it cannot be had. */
-function ripgrep(): string | undefined {
+async function ripgrep(): Promise<string | undefined> {
   const found = spawnSync("sh", ["-c", "command -v rg"], { encoding: "utf8" }).stdout.trim();
   if (found) return found;
   console.log("ripgrep is missing: installing Debian's ripgrep package (apt-get) …");
   const install = spawnSync("sh", ["-c", "apt-get update -qq && apt-get install -y -qq ripgrep"], { stdio: "inherit" });
   const after = spawnSync("sh", ["-c", "command -v rg"], { encoding: "utf8" }).stdout.trim();
   if (install.status !== 0 || !after) {
-    console.log("ripgrep could not be installed: the ripgrep comparison is skipped");
     return undefined;
   }
   return after;
@@ -70,7 +71,7 @@ async function main() {
   console.log(`\n${requests.toLocaleString()} requests with ${appLines.toLocaleString()} app lines:`);
   console.log(`  disk: reqlog database ${(dbBytes / requests).toFixed(1)} bytes/request (records, app lines, indexes, rollups)`);
   console.log(`        combined lines as plain text ${(textBytes / requests).toFixed(1)} bytes/request (baseline: the lines alone)   ratio ${(dbBytes / textBytes).toFixed(2)}x`);
-  const rg = ripgrep();
+  const rg = await requiredPeer(args, "ripgrep", ripgrep);
   if (rg) {
     let rgMs = Number.POSITIVE_INFINITY;
     let rgMatches = 0;

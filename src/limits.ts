@@ -74,6 +74,21 @@ export const limitSpecs = {
     code: "RESOURCE_EXHAUSTED",
     description: "records one Stats call may return (time buckets × routes × status classes × versions)",
   },
+  maxQueryBytes: {
+    default: 16 * 1024,
+    code: "INVALID_ARGUMENT",
+    description: "bytes of a Query's text",
+  },
+  maxQueryRows: {
+    default: 10_000,
+    code: "RESOURCE_EXHAUSTED",
+    description: "rows one Query returns (more are cut, and the answer says so: add | limit N)",
+  },
+  maxQueryGroups: {
+    default: 100_000,
+    code: "RESOURCE_EXHAUSTED",
+    description: "groups a Query's stats or top pipe may hold",
+  },
   maxTails: {
     default: 64,
     code: "RESOURCE_EXHAUSTED",

@@ -7,6 +7,7 @@ import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
 import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli/token.js";
 import { type StatsOptions, statsCommand } from "./cli/stats.js";
+import { type QueryOptions, queryCommand } from "./cli/query.js";
 import { type ImportOptions, importCommand } from "./cli/import.js";
 import { type ShipOptions, shipCommand } from "./cli/ship.js";
 import { defaultOtlpMapping } from "./ingest/otlp-log-records.js";
@@ -405,6 +406,19 @@ rollupCommand("stats", "print requests, errors, bytes and latency percentiles pe
   .addOption(new Option("--output <format>", "output format").choices(["table", "json"]).default("table"))
   .action(async (opts: StatsOptions) => {
     await statsCommand(opts);
+  });
+
+program
+  .command("query")
+  .description("ask a question of an app's requests in LogsQL (docs/query.md): a table, or a JSON object per row")
+  .addOption(serverOption())
+  .addOption(tokenOption())
+  .addOption(tlsOption())
+  .requiredOption("--app <id>", "app id")
+  .option("--json", "print one JSON object per row, named by column", false)
+  .argument("<query>", "e.g. '_time:1h status:>=500 | stats by (route) count() as errors'")
+  .action(async (query: string, opts: QueryOptions) => {
+    await queryCommand(query, opts);
   });
 
 /** A command that reads access logs into an app (import, ship): where records go and how lines are read. */

@@ -7,6 +7,7 @@ import { formatIsoTime, type RangeName, rangePresets, type ViewName, type ViewSt
 const tabs: [ViewName, string][] = [
   ["overview", "Overview"],
   ["requests", "Requests"],
+  ["explore", "Explore"],
   ["tail", "Live tail"],
   ["instances", "Instances"],
 ];

@@ -3,6 +3,7 @@ import { createApi } from "./api.js";
 import { h } from "./dom.js";
 import { createHeader, lastApp } from "./header.js";
 import { mountInstances } from "./instances.js";
+import { mountExplore } from "./explore.js";
 import { mountOverview } from "./overview.js";
 import { mountSearch } from "./search.js";
 import { mountTail } from "./tail.js";
@@ -13,6 +14,7 @@ import { formatState, parseState, type ViewName, type ViewState } from "./view-s
 const mounts: Record<ViewName, ViewMount> = {
   overview: mountOverview,
   requests: mountSearch,
+  explore: mountExplore,
   tail: mountTail,
   instances: mountInstances,
 };

@@ -3,7 +3,7 @@
  * view can be bookmarked and shared. Plain data, no DOM: the tests parse and
  * write it too.
  */
-const views = ["overview", "requests", "tail", "instances"] as const;
+const views = ["overview", "requests", "explore", "tail", "instances"] as const;
 export type ViewName = (typeof views)[number];
 
 /** Ranges ending now, in hours; "all" is everything stored, "custom" is `from`..`to`. */
@@ -34,6 +34,8 @@ export interface ViewState {
   request: string;
   /** The top-routes table's order. */
   routesBy: "requests" | "p99";
+  /** Explore's query (docs/query.md); "" = none yet. */
+  q: string;
 }
 
 export const defaultState: ViewState = {
@@ -48,6 +50,7 @@ export const defaultState: ViewState = {
   offset: "",
   request: "",
   routesBy: "requests",
+  q: "",
 };
 
 const rangeNames: readonly string[] = [...Object.keys(rangePresets), "all", "custom"];
@@ -92,6 +95,7 @@ export function parseState(query: string): ViewState {
     offset: text("offset"),
     request: text("request"),
     routesBy: q.get("routes") === "p99" ? "p99" : "requests",
+    q: text("q"),
   };
 }
 
@@ -117,6 +121,7 @@ export function formatState(state: ViewState): string {
   put("offset", state.offset);
   put("request", state.request);
   put("routes", state.routesBy, defaultState.routesBy);
+  put("q", state.q);
   // Characters a query may hold as they are stay readable in a shared link (times, paths, regexes).
   const text = q.toString().replace(/%(3A|2F|2C|40|21|24|27|28|29|2A|3B)/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
   return text === "" ? "" : `?${text}`;

@@ -9,6 +9,7 @@ import {
   LogLineSchema,
   LogReadRequestSchema,
   LogUsageRequestSchema,
+  QueryRequestSchema,
   RequestLogSchema,
   SetStatusRequestSchema,
   StatsRequestSchema,
@@ -80,6 +81,12 @@ const seeds: { method: string; service?: string; stream: boolean | "bidi"; schem
     stream: false,
     schema: StatsRequestSchema,
     bytes: toBinary(StatsRequestSchema, create(StatsRequestSchema, { appId: "fuzz", resolutionHours: 1, topN: 3, excludeUserAgentRegex: "(?i)bot\u00e9" })),
+  },
+  {
+    method: "Query",
+    stream: true,
+    schema: QueryRequestSchema,
+    bytes: toBinary(QueryRequestSchema, create(QueryRequestSchema, { appId: "fuzz", query: "status:>=500 \"caf\u00e9\" | stats by (route) count()" })),
   },
   { method: "Alerts", stream: false, schema: AlertsRequestSchema, bytes: toBinary(AlertsRequestSchema, create(AlertsRequestSchema, { appId: "fuzz\u00e9", startTime: t0 / 1_000_000n })) },
   {

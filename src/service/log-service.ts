@@ -10,6 +10,7 @@ import { createListStatusHandler } from "./list-status.js";
 import { createReadHandler } from "./read.js";
 import { createSetStatusHandler } from "./set-status.js";
 import { createStatsHandler } from "./stats.js";
+import { createQueryHandler } from "./query.js";
 import { createTailService } from "./tail.js";
 import { createUsageHandler } from "./usage.js";
 import { verifyUtf8 } from "../write/strict-utf8.js";
@@ -55,6 +56,7 @@ export const methodAccess: Record<MethodName, Access> = {
   listStatus: "read",
   tail: "read",
   stats: "read",
+  query: "read",
   alerts: "read",
 };
 
@@ -97,6 +99,7 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
       tail: tails.follow,
       ingest: createIngestHandler(deps),
       stats: createStatsHandler(deps),
+      query: createQueryHandler(deps),
       alerts: createAlertsHandler(deps),
     },
     otlp: { export: createOtlpExportHandler(deps, deps.otlp ?? defaultOtlpMapping) },

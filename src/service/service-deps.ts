@@ -1,4 +1,5 @@
 import type { Authorizer } from "../auth/authorizer.js";
+import type { Clock } from "../clock.js";
 import type { AlertSource } from "../domain/app-alert.js";
 import type { OtlpMapping } from "../ingest/otlp-log-records.js";
 import type { Limits } from "../limits.js";
@@ -21,6 +22,8 @@ export interface ServiceDeps {
   prepare?: PreparePool;
   /** Where the Alerts RPC reads an app's alerts (serve --alertmanager-url); without it Alerts is UNIMPLEMENTED. */
   alerts?: AlertSource;
+  /** What relative query times (`_time:1h`) count back from; the system clock unless a test sets it. */
+  clock?: Clock;
 }
 
 /** ServiceDeps with what the service derives from them once, for every handler. */

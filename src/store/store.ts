@@ -3,6 +3,8 @@ import type { AppLine, InstanceKey, PreparedRecord, RequestContext, RequestLines
 import type { ReadPlan } from "../query/read-plan.js";
 import type { UsagePlan } from "../query/usage-plan.js";
 import type { StatsPlan } from "../query/stats-plan.js";
+import type { QueryPlan } from "../query/logsql/plan-query.js";
+import type { Value } from "../query/logsql/query-value.js";
 import type { StatsBucket, StatsFigures } from "../domain/stats-figures.js";
 import type { ChangePosition, Cursor } from "../domain/positions.js";
 import type { StatsFacts } from "../write/stats-facts.js";
@@ -55,6 +57,15 @@ export interface Store {
    * (statsTooLarge) an answer of more than `plan.maxRecords` records.
    */
   stats(plan: StatsPlan, signal: AbortSignal): Promise<StatsResult>;
+  /**
+   * Answers a query from the requests (docs/query.md): the finished requests
+   * of the plan's app that match its filter, newest first, through its pipes
+   * (the shared pipeline of src/query/logsql/run-pipes.ts, or SQL that gives
+   * the same rows). A scan stops at the plan's budget and answers from what
+   * it examined (`total` says how many there were). (The service answers
+   * from the Stats rollups first, when the plan says they can.)
+   */
+  query(plan: QueryPlan, signal: AbortSignal): Promise<QueryResult>;
   /** Where the change feed stands now: a Tail started now follows changes after it. */
   changePosition(signal: AbortSignal): Promise<ChangePosition>;
   /**
@@ -124,6 +135,20 @@ export interface ReadResult {
   lastSortTime?: bigint;
   /** Rows the scan examined, when the backend counts them (for metrics). */
   scanned?: number;
+}
+
+/** A query's answer as a backend found it. */
+export interface QueryResult {
+  /** A value per column of `plan.query.columns`, in the query's order. */
+  rows: Value[][];
+  /** "index": the search index's candidates; "scan": the requests in the time range; "sql": ClickHouse. */
+  source: "index" | "scan" | "sql";
+  /** Requests examined. */
+  scanned: number;
+  /** Set when the budget ended before every request in the time range was examined: how many there are. */
+  total?: number;
+  /** The answer held more than `plan.maxRows` rows and was cut there. */
+  cut: boolean;
 }
 
 export interface ChangesResult {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RetryInfoSchema } from "../../gen/google/rpc/status_pb.js";
 import { UserAppLogGroupSchema, UserAppLogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { Code } from "../../src/reqlog-error.js";
+import { readQueryAnswer } from "../../src/client/query-answer.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { bearer, callError, failureOf, type TestClient } from "../helpers/test-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
@@ -65,6 +66,7 @@ const rpcs: Record<string, { access: "read" | "write"; call: Call }> = {
   ListStatus: { access: "read", call: (headers) => ts.client.listStatus({ appId: "forge" }, { headers }) },
   Stats: { access: "read", call: (headers) => ts.client.stats({ appId: "forge" }, { headers }) },
   Tail: { access: "read", call: tail },
+  Query: { access: "read", call: (headers) => readQueryAnswer(ts.client.query({ appId: "forge", query: "* | stats count()" }, { headers })) },
 };
 
 const as = (name: string): CallHeaders => bearer(token[name]!).headers;

@@ -10,6 +10,7 @@ import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs } from "../
 import { Code } from "../../src/reqlog-error.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { callError, createTestClient, failureOf, type TestClient } from "../helpers/test-client.js";
+import { readQueryAnswer } from "../../src/client/query-answer.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reqlog-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -171,6 +172,26 @@ const probes: Record<LimitName, Probe> = {
   maxStatsRecords: {
     value: 3,
     check: (client) => expectOver(client.stats({ appId: "forge", startTime: 0n, endTime: 4n * 3600n }), "maxStatsRecords", 3),
+  },
+  maxQueryBytes: {
+    value: 10,
+    check: (client) => expectOver(readQueryAnswer(client.query({ appId: "forge", query: "method:GET status:500" })), "maxQueryBytes", 10),
+  },
+  maxQueryRows: {
+    value: 3,
+    async check(client) {
+      await writeMany(client, 5);
+      const answer = await readQueryAnswer(client.query({ appId: "forge", query: "* | fields request_id" }));
+      expect(answer.rows).toEqual([["r4"], ["r3"], ["r2"]]);
+      expect(answer.summary?.partial).toBe("partial: the answer has more than 3 rows (max-query-rows=3): add | limit N");
+    },
+  },
+  maxQueryGroups: {
+    value: 2,
+    async check(client) {
+      await client.write(writeOf(...[200, 404, 500].map((status, i) => ({ requestId: rid(`g${i}`), endTime: t0 + BigInt(i), status }))));
+      await expectOver(readQueryAnswer(client.query({ appId: "forge", query: "* | stats by (status) count()" })), "maxQueryGroups", 2);
+    },
   },
   maxTails: {
     value: 1,

@@ -38,5 +38,5 @@ describe("fuzzing every RPC", () => {
     const after = await ts.read({ count: 100n });
     const strip = (r: LogReadResponse) => create(LogReadResponseSchema, { log: r.log.map((l) => ({ ...l, offset: undefined })) });
     expect(equals(LogReadResponseSchema, strip(after), strip(before))).toBe(true);
-  }, 120_000); // 3,000 calls to eleven RPCs: about 40 s on two loaded cores
+  }, 120_000); // 3,000 calls to twelve RPCs: about 40 s on two loaded cores
 });

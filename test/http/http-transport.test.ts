@@ -7,6 +7,7 @@ import { Code } from "../../src/reqlog-error.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { lenientService } from "../helpers/lenient-schema.js";
 import { callError } from "../helpers/test-client.js";
+import { readQueryAnswer } from "../../src/client/query-answer.js";
 import { useTestServer } from "../helpers/test-server.js";
 
 const ts = useTestServer({ http: true });
@@ -58,6 +59,22 @@ describe("the HTTP port", () => {
       expect(ids(next.log)).toEqual(["x"]);
       const usage = await c.usage({ appId: "forge" });
       expect(usage.summary!.count).toBe(3n);
+    });
+
+    it(`streams a Query's answer over ${transport} as the gRPC port does, and refuses a bad one where it points`, async () => {
+      const logs = Array.from({ length: 1200 }, (_, i) => minimalLog({ requestId: rid(`q${i}`), endTime: t0 + BigInt(i), status: [200, 404, 500][i % 3]! }));
+      await ts.write(...logs.slice(0, 600));
+      await ts.write(...logs.slice(600));
+      const c = client(transport);
+      const query = "* | fields request_id, status";
+      const overHttp = await readQueryAnswer(c.query({ appId: "forge", query }));
+      expect(overHttp).toEqual(await readQueryAnswer(ts.client.query({ appId: "forge", query })));
+      // More rows than one message carries: the stream's rows arrive whole and in order.
+      expect(overHttp.rows).toHaveLength(1200);
+      expect(overHttp.rows[0]).toEqual(["q1199", 500]);
+      expect(overHttp.columns).toEqual([{ name: "request_id", type: "bytes" }, { name: "status", type: "int" }]);
+      const refused = await callError(readQueryAnswer(c.query({ appId: "forge", query: "status:>=500 | stats by (rout) count()" })));
+      expect(refused).toMatchObject({ code: Code.INVALID_ARGUMENT, details: "line 1, column 26: unknown field 'rout' (did you mean 'route'?)" });
     });
 
     it(`streams Tail over ${transport}: records written while it follows, once each and in order`, async () => {
@@ -131,7 +148,11 @@ describe("the HTTP port", () => {
       const text = await response.text();
       for (const line of text.split("\n")) {
         if (line === "" || line.startsWith("# HELP ") || line.startsWith("# TYPE ")) continue;
-        expect(line).toMatch(/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)$/i);
+        // A sample: name, optional labels (a value is quoted and may hold braces, as a route's {owner} does;
+        // \\, \" and \n are its escapes), then the value.
+        expect(line).toMatch(
+          /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*",?)*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)$/i,
+        );
       }
       return text;
     };

@@ -15,6 +15,7 @@ const text = fc.oneof(
 const optional = (arb: fc.Arbitrary<string>) => fc.option(arb, { nil: undefined });
 
 let n = 0;
+const now = BigInt(Date.now()) * 1000n;
 
 describe("the combined line a scan matches", () => {
   it("equals formatCombined for every stored record, derived or kept", async () => {
@@ -30,8 +31,8 @@ describe("the combined line a scan matches", () => {
           responseSize: fc.bigInt({ min: 0n, max: 1n << 40n }),
           referrer: optional(text),
           userAgent: optional(text),
-          // 1970 to 2400, and times past year 9999 now and then.
-          startTime: fc.oneof(fc.bigInt({ min: 0n, max: 13_569_465_600_000_000n }), fc.constant(253_402_300_800_000_001n)),
+          // 1970 to now: the server refuses end times over a day ahead of its clock (max-future-seconds).
+          startTime: fc.bigInt({ min: 0n, max: now }),
           latency: fc.bigInt({ min: 0n, max: 10_000_000_000n }),
         }),
         async (fields) => {

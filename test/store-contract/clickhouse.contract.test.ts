@@ -23,6 +23,8 @@ import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-se
 import { isScan, queryCounter } from "../helpers/query-counter.js";
 import { openAlternating } from "./alternating-backend.js";
 import { describeStoreContract, reopenable } from "./contract.js";
+import { planQuery } from "../../src/query/logsql/plan-query.js";
+import { referenceQuery } from "../helpers/query-reference.js";
 
 // Starting ClickHouse may first install it (apt-get): minutes on a fresh machine. Every
 // write is a round trip to ClickHouse: the property tests (a hundred runs of writes and
@@ -200,6 +202,56 @@ describe("ClickHouse retention", () => {
       expect(await storedRows(database, "positions")).toBe(1);
       const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
       expect(usage.buckets.map((b) => b.requests)).toEqual([1]);
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse queries over merged partitions", () => {
+  const signal = new AbortController().signal;
+  const dayUs = 86_400_000_000n;
+
+  it("reads merged partitions without FINAL and the others with it, with the same answers as the reference", async () => {
+    const database = `reqlog_query_final_${process.pid}`;
+    let now = t0 - 2n * dayUs;
+    const statements: string[] = [];
+    const interpose = (sql: SqlClient): SqlClient => ({
+      ...sql,
+      rows(query, s) {
+        if (query.includes("FROM requests")) statements.push(query);
+        return sql.rows(query, s);
+      },
+    });
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => now, interpose });
+    try {
+      // Three days of writes (a partition each: requests are partitioned by the day they were created).
+      const ids = Array.from({ length: 30 }, (_, i) => `f${i}`);
+      for (let day = 0n; day < 3n; day++, now += dayUs) {
+        const logs = ids.slice(Number(day) * 10, Number(day) * 10 + 10).map((id, i) =>
+          minimalLog({ requestId: rid(id), startTime: t0 - dayUs, endTime: t0 - dayUs + BigInt(i) * 1000n, status: [200, 404, 500][i % 3]!, ip: `10.0.0.${i % 4}` }),
+        );
+        await backend.store.write(logs.map((log) => prepareRequestLog(log, defaultLimits, "log")), signal);
+      }
+      const text = "* | stats by (ip, status) count() as n, sum(response_size) as bytes";
+      const ask = async () => {
+        statements.length = 0;
+        const answer = await backend.store.query({ ...planQuery({ appId: "forge", text }, defaultLimits, Number(now)), rollup: undefined }, signal);
+        const want = referenceQuery(await backend.store.getRequests("forge", ids.map(rid), signal), text, Number(now));
+        expect(answer.rows).toEqual(want.rows);
+        return statements.join("\n");
+      };
+      expect(await ask()).toContain("requests FINAL"); // parts as the inserts wrote them
+
+      await server.client.command({ query: `OPTIMIZE TABLE ${database}.requests FINAL` });
+      const merged = await ask();
+      expect(merged).not.toContain("FINAL");
+
+      // A request of the first day written again: its partition has a part of an insert now, the others stay merged.
+      await backend.store.write([prepareRequestLog(minimalLog({ requestId: rid("f1"), startTime: t0 - dayUs, endTime: t0 - dayUs + 1000n, status: 503, ip: "10.0.0.9" }), defaultLimits, "log")], signal);
+      const mixed = await ask();
+      expect(mixed).toContain("UNION ALL SELECT * FROM requests FINAL");
     } finally {
       await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
@@ -423,7 +475,7 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
         { version: 2, name: "002-positions" },
         { version: 3, name: "003-group-rollups" },
         { version: 4, name: "004-servers" },
-        { version: 6, name: "006-search" },
+        { version: 5, name: "005-search" },
       ]);
       expect(await columnsOf()).toEqual(expect.arrayContaining(["usage_requests", "stats_max_latency", "client_errors"]));
       expect(await columnsOf()).not.toContain("share_requests");
@@ -462,12 +514,12 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
   });
 });
 
-describe("ClickHouse migration 006 (the search index)", () => {
+describe("ClickHouse migration 005 (the search index)", () => {
   const signal = new AbortController().signal;
   const decoder = new TextDecoder();
 
   it("indexes a 003 database's stored requests, so that regex Reads find them through the index, and later writes too", async () => {
-    const database = `reqlog_m006_${process.pid}`;
+    const database = `reqlog_m005_${process.pid}`;
     const command = (query: string) => server.client.command({ query: query.replaceAll("DB.", `${database}.`) });
     const scans = queryCounter(isScan);
     type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
@@ -492,7 +544,7 @@ describe("ClickHouse migration 006 (the search index)", () => {
       expect(await backend.maintenance.expire(t0 + 2n, 10, signal)).toBe(1); // zip: a tombstone, no postings
       await write(backend, "zip", "/api/v1/repos/alice/app/actions/artifacts/48213/zip"); // a new incarnation
       await backend.close();
-      // The database as migration 003 left it: neither the servers' tables (004) nor the search index (006).
+      // The database as migration 003 left it: neither the servers' tables (004) nor the search index (005).
       for (const view of ["request_changes_0_app_seqs", "request_changes_6_keys", "request_changes_7_search_postings", "request_changes_7_search_terms"]) {
         await command(`DROP TABLE DB.${view}`);
       }
@@ -504,7 +556,7 @@ describe("ClickHouse migration 006 (the search index)", () => {
       backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose: scans.interpose, searchIndex: "always" });
       try {
         const applied = await server.client.query({ query: `SELECT version FROM ${database}.schema_migrations ORDER BY version`, format: "JSONEachRow" });
-        expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 6 }]);
+        expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }]);
         expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["zip"], indexed: true });
         expect(await matching(backend, "ci-bot/proto/raw/go\\.mod")).toEqual({ ids: ["gone", "mod"], indexed: true });
         expect(await matching(backend, "curl/8\\.5")).toEqual({ ids: ["mod"], indexed: true });

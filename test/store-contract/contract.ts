@@ -54,6 +54,7 @@ import type {
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { type StatsFacts, statsFactsOf } from "../../src/write/stats-facts.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { describeQueries } from "./query-contract.js";
 
 /** A backend opened on storage of its own for one test. */
 export interface OpenedBackend {
@@ -280,7 +281,11 @@ async function writeSix(h: Harness): Promise<void> {
   await h.write(...Array.from({ length: 6 }, (_, i) => minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i) * 10n })));
 }
 
-export function describeStoreContract(name: string, open: OpenBackend): void {
+/**
+ * The whole contract for a backend; `queryRuns` is how many random rounds of
+ * queries it checks (each writes traffic of its own app and asks a few).
+ */
+export function describeStoreContract(name: string, open: OpenBackend, queryRuns = 60): void {
   describe(`store contract: ${name}`, () => {
     const h = useBackend(open);
     describeWrites(h);
@@ -294,6 +299,7 @@ export function describeStoreContract(name: string, open: OpenBackend): void {
     describeCancellation(h);
     describeOffsetKey(h, open);
     describeStats(h);
+    describeQueries(h, queryRuns);
     describeWriteObservers(h);
   });
 }

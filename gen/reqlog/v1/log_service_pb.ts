@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file reqlog/v1/log_service.proto.
  */
 export const file_reqlog_v1_log_service: GenFile = /*@__PURE__*/
-  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzIpwCCgxTdGF0c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEjMKDm1vZHVsZV92ZXJzaW9uGAIgAygLMhsucmVxbG9nLnYxLkxvZ01vZHVsZVZlcnNpb24SEgoKc3RhcnRfdGltZRgDIAEoAxIQCghlbmRfdGltZRgEIAEoAxIbChByZXNvbHV0aW9uX2hvdXJzGAUgASgNOgExEhMKC3Blcl92ZXJzaW9uGAYgASgIEhQKDHN0YXR1c19jbGFzcxgHIAMoBRIgChhleGNsdWRlX3VzZXJfYWdlbnRfcmVnZXgYCCABKAkSEQoFdG9wX24YCSABKA06AjEwEiQKBXNwbGl0GAogASgOMhUucmVxbG9nLnYxLlN0YXRzU3BsaXQimAEKDFN0YXRzRmlndXJlcxIQCghyZXF1ZXN0cxgBIAIoAxIOCgZlcnJvcnMYAiACKAMSEgoKYnl0ZXNfc2VudBgDIAIoAxITCgtsYXRlbmN5X3A1MBgEIAIoAxITCgtsYXRlbmN5X3A5MBgFIAIoAxITCgtsYXRlbmN5X3A5ORgGIAIoAxITCgtsYXRlbmN5X21heBgHIAIoAyKpAQoLU3RhdHNSZWNvcmQSEgoKc3RhcnRfdGltZRgBIAIoAxIQCghlbmRfdGltZRgCIAIoAxINCgVyb3V0ZRgDIAEoCRIUCgxzdGF0dXNfY2xhc3MYBCACKAUSEQoJbW9kdWxlX2lkGAUgASgJEhIKCnZlcnNpb25faWQYBiABKAkSKAoHZmlndXJlcxgHIAIoCzIXLnJlcWxvZy52MS5TdGF0c0ZpZ3VyZXMiRQoKU3RhdHNSb3V0ZRINCgVyb3V0ZRgBIAEoCRIoCgdmaWd1cmVzGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcyJ5CgtTdGF0c0J1Y2tldBISCgpzdGFydF90aW1lGAEgAigDEhAKCGVuZF90aW1lGAIgAigDEigKB2ZpZ3VyZXMYAyACKAsyFy5yZXFsb2cudjEuU3RhdHNGaWd1cmVzEhoKDmNsYXNzX3JlcXVlc3RzGAQgAygDQgIQASJQCgtTdGF0c0NsaWVudBIMCgRuYW1lGAEgASgJEhAKCHJlcXVlc3RzGAIgAigDEg4KBmVycm9ycxgDIAIoAxIRCgltYXhfZXJyb3IYBCABKAMi8wIKDVN0YXRzUmVzcG9uc2USJgoGcmVjb3JkGAEgAygLMhYucmVxbG9nLnYxLlN0YXRzUmVjb3JkEiYKBXRvdGFsGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcxISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEjQKFXRvcF9yb3V0ZV9ieV9yZXF1ZXN0cxgFIAMoCzIVLnJlcWxvZy52MS5TdGF0c1JvdXRlEi8KEHRvcF9yb3V0ZV9ieV9wOTkYBiADKAsyFS5yZXFsb2cudjEuU3RhdHNSb3V0ZRItCg10b3BfY2xpZW50X2lwGAcgAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50Ei4KDnRvcF91c2VyX2FnZW50GAggAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50EiYKBmJ1Y2tldBgJIAMoCzIWLnJlcWxvZy52MS5TdGF0c0J1Y2tldCJFCg1BbGVydHNSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgpzdGFydF90aW1lGAIgASgDEhAKCGVuZF90aW1lGAMgASgDIikKCkFsZXJ0TGFiZWwSDAoEbmFtZRgBIAIoCRINCgV2YWx1ZRgCIAIoCSKLAgoFQWxlcnQSDAoEbmFtZRgBIAIoCRIkCgVzdGF0ZRgCIAIoDjIVLnJlcWxvZy52MS5BbGVydFN0YXRlEhIKCnN0YXJ0X3RpbWUYAyACKAMSEAoIZW5kX3RpbWUYBCABKAMSDQoFcm91dGUYBSABKAkSEAoIc2V2ZXJpdHkYBiABKAkSDwoHc3VtbWFyeRgHIAEoCRIPCgdydW5ib29rGAggASgJEhMKC3J1bmJvb2tfdXJsGAkgASgJEiQKBWxhYmVsGAogAygLMhUucmVxbG9nLnYxLkFsZXJ0TGFiZWwSEwoLZmluZ2VycHJpbnQYCyACKAkSFQoNZ2VuZXJhdG9yX3VybBgMIAEoCSIxCg5BbGVydHNSZXNwb25zZRIfCgVhbGVydBgBIAMoCzIQLnJlcWxvZy52MS5BbGVydCpzCgpTdGF0c1NwbGl0EhsKF1NUQVRTX1NQTElUX1VOU1BFQ0lGSUVEEAASGwoXU1RBVFNfU1BMSVRfUk9VVEVfQ0xBU1MQARIVChFTVEFUU19TUExJVF9DTEFTUxACEhQKEFNUQVRTX1NQTElUX05PTkUQAyp3CgpBbGVydFN0YXRlEhsKF0FMRVJUX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSQUxFUlRfU1RBVEVfRklSSU5HEAESGgoWQUxFUlRfU1RBVEVfU1VQUFJFU1NFRBACEhgKFEFMRVJUX1NUQVRFX1JFU09MVkVEEAMyigUKCkxvZ1NlcnZpY2USOAoFRmx1c2gSFy5yZXFsb2cudjEuRmx1c2hSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5EkAKCVNldFN0YXR1cxIbLnJlcWxvZy52MS5TZXRTdGF0dXNSZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5Ej0KBFJlYWQSGS5yZXFsb2cudjEuTG9nUmVhZFJlcXVlc3QaGi5yZXFsb2cudjEuTG9nUmVhZFJlc3BvbnNlEkAKBVVzYWdlEhoucmVxbG9nLnYxLkxvZ1VzYWdlUmVxdWVzdBobLnJlcWxvZy52MS5Mb2dVc2FnZVJlc3BvbnNlEjoKBVdyaXRlEhcucmVxbG9nLnYxLldyaXRlUmVxdWVzdBoYLnJlcWxvZy52MS5Xcml0ZVJlc3BvbnNlEkkKCkxpc3RTdGF0dXMSHC5yZXFsb2cudjEuTGlzdFN0YXR1c1JlcXVlc3QaHS5yZXFsb2cudjEuTGlzdFN0YXR1c1Jlc3BvbnNlEjwKBkluZ2VzdBIYLnJlcWxvZy52MS5Jbmdlc3RSZXF1ZXN0GhQucmVxbG9nLnYxLkluZ2VzdEFjaygBMAESPwoEVGFpbBIZLnJlcWxvZy52MS5Mb2dSZWFkUmVxdWVzdBoaLnJlcWxvZy52MS5Mb2dSZWFkUmVzcG9uc2UwARI6CgVTdGF0cxIXLnJlcWxvZy52MS5TdGF0c1JlcXVlc3QaGC5yZXFsb2cudjEuU3RhdHNSZXNwb25zZRI9CgZBbGVydHMSGC5yZXFsb2cudjEuQWxlcnRzUmVxdWVzdBoZLnJlcWxvZy52MS5BbGVydHNSZXNwb25zZQ", [file_google_protobuf_empty]);
+  fileDesc("ChtyZXFsb2cvdjEvbG9nX3NlcnZpY2UucHJvdG8SCXJlcWxvZy52MSJOCg9Mb2dTZXJ2aWNlRXJyb3IiOwoJRXJyb3JDb2RlEgYKAk9LEAASEwoPSU5WQUxJRF9SRVFVRVNUEAESEQoNU1RPUkFHRV9FUlJPUhACIkgKDlVzZXJBcHBMb2dMaW5lEhYKDnRpbWVzdGFtcF91c2VjGAEgAigDEg0KBWxldmVsGAIgAigDEg8KB21lc3NhZ2UYAyACKAkiPgoPVXNlckFwcExvZ0dyb3VwEisKCGxvZ19saW5lGAIgAygLMhkucmVxbG9nLnYxLlVzZXJBcHBMb2dMaW5lIhwKDEZsdXNoUmVxdWVzdBIMCgRsb2dzGAEgASgMIiIKEFNldFN0YXR1c1JlcXVlc3QSDgoGc3RhdHVzGAEgAigJIh8KCUxvZ09mZnNldBISCgpyZXF1ZXN0X2lkGAEgASgMIjsKB0xvZ0xpbmUSDAoEdGltZRgBIAIoAxINCgVsZXZlbBgCIAIoBRITCgtsb2dfbWVzc2FnZRgDIAIoCSLMBgoKUmVxdWVzdExvZxIOCgZhcHBfaWQYASACKAkSGgoJbW9kdWxlX2lkGCUgASgJOgdkZWZhdWx0EhIKCnZlcnNpb25faWQYAiACKAkSEgoKcmVxdWVzdF9pZBgDIAIoDBIkCgZvZmZzZXQYIyABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EgoKAmlwGAQgAigJEhAKCG5pY2tuYW1lGAUgASgJEhIKCnN0YXJ0X3RpbWUYBiACKAMSEAoIZW5kX3RpbWUYByACKAMSDwoHbGF0ZW5jeRgIIAIoAxIPCgdtY3ljbGVzGAkgAigDEg4KBm1ldGhvZBgKIAIoCRIQCghyZXNvdXJjZRgLIAIoCRIUCgxodHRwX3ZlcnNpb24YDCACKAkSDgoGc3RhdHVzGA0gAigFEhUKDXJlc3BvbnNlX3NpemUYDiACKAMSEAoIcmVmZXJyZXIYDyABKAkSEgoKdXNlcl9hZ2VudBgQIAEoCRIVCg11cmxfbWFwX2VudHJ5GBEgAigJEhAKCGNvbWJpbmVkGBIgAigJEhMKC2FwaV9tY3ljbGVzGBMgASgDEgwKBGhvc3QYFCABKAkSDAoEY29zdBgVIAEoARIXCg90YXNrX3F1ZXVlX25hbWUYFiABKAkSEQoJdGFza19uYW1lGBcgASgJEhsKE3dhc19sb2FkaW5nX3JlcXVlc3QYGCABKAgSFAoMcGVuZGluZ190aW1lGBkgASgDEhkKDXJlcGxpY2FfaW5kZXgYGiABKAU6Ai0xEhYKCGZpbmlzaGVkGBsgASgIOgR0cnVlEhEKCWNsb25lX2tleRgcIAEoDBIgCgRsaW5lGB0gAygLMhIucmVxbG9nLnYxLkxvZ0xpbmUSGAoQbGluZXNfaW5jb21wbGV0ZRgkIAEoCBIYChBwbGF0Zm9ybV9yZWxlYXNlGCYgASgMEhMKC2V4aXRfcmVhc29uGB4gASgFEh4KFndhc190aHJvdHRsZWRfZm9yX3RpbWUYHyABKAgSIgoad2FzX3Rocm90dGxlZF9mb3JfcmVxdWVzdHMYICABKAgSFgoOdGhyb3R0bGVkX3RpbWUYISABKAMSEwoLc2VydmVyX25hbWUYIiABKAwiQgoQTG9nTW9kdWxlVmVyc2lvbhIaCgltb2R1bGVfaWQYASABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgCIAEoCSLlAwoOTG9nUmVhZFJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnZlcnNpb25faWQYAiADKAkSMwoObW9kdWxlX3ZlcnNpb24YEyADKAsyGy5yZXFsb2cudjEuTG9nTW9kdWxlVmVyc2lvbhISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEiQKBm9mZnNldBgFIAEoCzIULnJlcWxvZy52MS5Mb2dPZmZzZXQSEgoKcmVxdWVzdF9pZBgGIAMoDBIZChFtaW5pbXVtX2xvZ19sZXZlbBgHIAEoBRIaChJpbmNsdWRlX2luY29tcGxldGUYCCABKAgSDQoFY291bnQYCSABKAMSGgoSY29tYmluZWRfbG9nX3JlZ2V4GA4gASgJEhIKCmhvc3RfcmVnZXgYDyABKAkSFQoNcmVwbGljYV9pbmRleBgQIAEoBRIYChBpbmNsdWRlX2FwcF9sb2dzGAogASgIEhwKFGFwcF9sb2dzX3Blcl9yZXF1ZXN0GBEgASgFEhQKDGluY2x1ZGVfaG9zdBgLIAEoCBITCgtpbmNsdWRlX2FsbBgMIAEoCBIWCg5jYWNoZV9pdGVyYXRvchgNIAEoCBISCgpudW1fc2hhcmRzGBIgASgFInIKD0xvZ1JlYWRSZXNwb25zZRIiCgNsb2cYASADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxIkCgZvZmZzZXQYAiABKAsyFC5yZXFsb2cudjEuTG9nT2Zmc2V0EhUKDWxhc3RfZW5kX3RpbWUYAyABKAMifgoOTG9nVXNhZ2VSZWNvcmQSEgoKdmVyc2lvbl9pZBgBIAEoCRISCgpzdGFydF90aW1lGAIgASgFEhAKCGVuZF90aW1lGAMgASgFEg0KBWNvdW50GAQgASgDEhIKCnRvdGFsX3NpemUYBSABKAMSDwoHcmVjb3JkcxgGIAEoBSLAAQoPTG9nVXNhZ2VSZXF1ZXN0Eg4KBmFwcF9pZBgBIAIoCRISCgp2ZXJzaW9uX2lkGAIgAygJEhIKCnN0YXJ0X3RpbWUYAyABKAUSEAoIZW5kX3RpbWUYBCABKAUSGwoQcmVzb2x1dGlvbl9ob3VycxgFIAEoDToBMRIYChBjb21iaW5lX3ZlcnNpb25zGAYgASgIEhUKDXVzYWdlX3ZlcnNpb24YByABKAUSFQoNdmVyc2lvbnNfb25seRgIIAEoCCJoChBMb2dVc2FnZVJlc3BvbnNlEigKBXVzYWdlGAEgAygLMhkucmVxbG9nLnYxLkxvZ1VzYWdlUmVjb3JkEioKB3N1bW1hcnkYAiABKAsyGS5yZXFsb2cudjEuTG9nVXNhZ2VSZWNvcmQiMgoMV3JpdGVSZXF1ZXN0EiIKA2xvZxgBIAMoCzIVLnJlcWxvZy52MS5SZXF1ZXN0TG9nIi8KDVdyaXRlUmVzcG9uc2USDwoHcmVjb3JkcxgBIAEoBRINCgVsaW5lcxgCIAEoBSKLAQoMUmVxdWVzdExpbmVzEg4KBmFwcF9pZBgBIAIoCRIaCgltb2R1bGVfaWQYAiABKAk6B2RlZmF1bHQSEgoKdmVyc2lvbl9pZBgDIAIoCRISCgpyZXF1ZXN0X2lkGAQgAigMEicKBGxpbmUYBSADKAsyGS5yZXFsb2cudjEuVXNlckFwcExvZ0xpbmUibQoNSW5nZXN0UmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoBBIiCgNsb2cYAiADKAsyFS5yZXFsb2cudjEuUmVxdWVzdExvZxImCgVsaW5lcxgDIAMoCzIXLnJlcWxvZy52MS5SZXF1ZXN0TGluZXMiPQoJSW5nZXN0QWNrEhAKCGJhdGNoX2lkGAEgAigEEg8KB3JlY29yZHMYAiACKAUSDQoFbGluZXMYAyACKAUiSgoRTGlzdFN0YXR1c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhEKCW1vZHVsZV9pZBgCIAEoCRISCgp2ZXJzaW9uX2lkGAMgASgJInoKDkluc3RhbmNlU3RhdHVzEg4KBmFwcF9pZBgBIAIoCRIRCgltb2R1bGVfaWQYAiACKAkSEgoKdmVyc2lvbl9pZBgDIAIoCRITCgtpbnN0YW5jZV9pZBgEIAIoCRIOCgZzdGF0dXMYBSACKAkSDAoEdGltZRgGIAIoAyI/ChJMaXN0U3RhdHVzUmVzcG9uc2USKQoGc3RhdHVzGAEgAygLMhkucmVxbG9nLnYxLkluc3RhbmNlU3RhdHVzIpwCCgxTdGF0c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEjMKDm1vZHVsZV92ZXJzaW9uGAIgAygLMhsucmVxbG9nLnYxLkxvZ01vZHVsZVZlcnNpb24SEgoKc3RhcnRfdGltZRgDIAEoAxIQCghlbmRfdGltZRgEIAEoAxIbChByZXNvbHV0aW9uX2hvdXJzGAUgASgNOgExEhMKC3Blcl92ZXJzaW9uGAYgASgIEhQKDHN0YXR1c19jbGFzcxgHIAMoBRIgChhleGNsdWRlX3VzZXJfYWdlbnRfcmVnZXgYCCABKAkSEQoFdG9wX24YCSABKA06AjEwEiQKBXNwbGl0GAogASgOMhUucmVxbG9nLnYxLlN0YXRzU3BsaXQimAEKDFN0YXRzRmlndXJlcxIQCghyZXF1ZXN0cxgBIAIoAxIOCgZlcnJvcnMYAiACKAMSEgoKYnl0ZXNfc2VudBgDIAIoAxITCgtsYXRlbmN5X3A1MBgEIAIoAxITCgtsYXRlbmN5X3A5MBgFIAIoAxITCgtsYXRlbmN5X3A5ORgGIAIoAxITCgtsYXRlbmN5X21heBgHIAIoAyKpAQoLU3RhdHNSZWNvcmQSEgoKc3RhcnRfdGltZRgBIAIoAxIQCghlbmRfdGltZRgCIAIoAxINCgVyb3V0ZRgDIAEoCRIUCgxzdGF0dXNfY2xhc3MYBCACKAUSEQoJbW9kdWxlX2lkGAUgASgJEhIKCnZlcnNpb25faWQYBiABKAkSKAoHZmlndXJlcxgHIAIoCzIXLnJlcWxvZy52MS5TdGF0c0ZpZ3VyZXMiRQoKU3RhdHNSb3V0ZRINCgVyb3V0ZRgBIAEoCRIoCgdmaWd1cmVzGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcyJ5CgtTdGF0c0J1Y2tldBISCgpzdGFydF90aW1lGAEgAigDEhAKCGVuZF90aW1lGAIgAigDEigKB2ZpZ3VyZXMYAyACKAsyFy5yZXFsb2cudjEuU3RhdHNGaWd1cmVzEhoKDmNsYXNzX3JlcXVlc3RzGAQgAygDQgIQASJQCgtTdGF0c0NsaWVudBIMCgRuYW1lGAEgASgJEhAKCHJlcXVlc3RzGAIgAigDEg4KBmVycm9ycxgDIAIoAxIRCgltYXhfZXJyb3IYBCABKAMi8wIKDVN0YXRzUmVzcG9uc2USJgoGcmVjb3JkGAEgAygLMhYucmVxbG9nLnYxLlN0YXRzUmVjb3JkEiYKBXRvdGFsGAIgAigLMhcucmVxbG9nLnYxLlN0YXRzRmlndXJlcxISCgpzdGFydF90aW1lGAMgASgDEhAKCGVuZF90aW1lGAQgASgDEjQKFXRvcF9yb3V0ZV9ieV9yZXF1ZXN0cxgFIAMoCzIVLnJlcWxvZy52MS5TdGF0c1JvdXRlEi8KEHRvcF9yb3V0ZV9ieV9wOTkYBiADKAsyFS5yZXFsb2cudjEuU3RhdHNSb3V0ZRItCg10b3BfY2xpZW50X2lwGAcgAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50Ei4KDnRvcF91c2VyX2FnZW50GAggAygLMhYucmVxbG9nLnYxLlN0YXRzQ2xpZW50EiYKBmJ1Y2tldBgJIAMoCzIWLnJlcWxvZy52MS5TdGF0c0J1Y2tldCItCgxRdWVyeVJlcXVlc3QSDgoGYXBwX2lkGAEgAigJEg0KBXF1ZXJ5GAIgAigJIoMBCg1RdWVyeVJlc3BvbnNlEiYKBmNvbHVtbhgBIAMoCzIWLnJlcWxvZy52MS5RdWVyeUNvbHVtbhIgCgNyb3cYAiADKAsyEy5yZXFsb2cudjEuUXVlcnlSb3cSKAoHc3VtbWFyeRgDIAEoCzIXLnJlcWxvZy52MS5RdWVyeVN1bW1hcnkiOAoLUXVlcnlDb2x1bW4SDAoEbmFtZRgBIAIoCRIMCgR0eXBlGAIgAigJEg0KBWdyb3VwGAMgASgIIjAKCFF1ZXJ5Um93EiQKBXZhbHVlGAEgAygLMhUucmVxbG9nLnYxLlF1ZXJ5VmFsdWUiRAoKUXVlcnlWYWx1ZRIOCgR0ZXh0GAEgASgJSAASDQoDaW50GAIgASgSSAASDwoFZmxvYXQYAyABKAFIAEIGCgRraW5kIk8KDFF1ZXJ5U3VtbWFyeRIOCgZzb3VyY2UYASACKAkSDwoHc2Nhbm5lZBgCIAEoAxINCgV0b3RhbBgEIAEoAxIPCgdwYXJ0aWFsGAMgASgJIkUKDUFsZXJ0c1JlcXVlc3QSDgoGYXBwX2lkGAEgAigJEhIKCnN0YXJ0X3RpbWUYAiABKAMSEAoIZW5kX3RpbWUYAyABKAMiKQoKQWxlcnRMYWJlbBIMCgRuYW1lGAEgAigJEg0KBXZhbHVlGAIgAigJIosCCgVBbGVydBIMCgRuYW1lGAEgAigJEiQKBXN0YXRlGAIgAigOMhUucmVxbG9nLnYxLkFsZXJ0U3RhdGUSEgoKc3RhcnRfdGltZRgDIAIoAxIQCghlbmRfdGltZRgEIAEoAxINCgVyb3V0ZRgFIAEoCRIQCghzZXZlcml0eRgGIAEoCRIPCgdzdW1tYXJ5GAcgASgJEg8KB3J1bmJvb2sYCCABKAkSEwoLcnVuYm9va191cmwYCSABKAkSJAoFbGFiZWwYCiADKAsyFS5yZXFsb2cudjEuQWxlcnRMYWJlbBITCgtmaW5nZXJwcmludBgLIAIoCRIVCg1nZW5lcmF0b3JfdXJsGAwgASgJIjEKDkFsZXJ0c1Jlc3BvbnNlEh8KBWFsZXJ0GAEgAygLMhAucmVxbG9nLnYxLkFsZXJ0KnMKClN0YXRzU3BsaXQSGwoXU1RBVFNfU1BMSVRfVU5TUEVDSUZJRUQQABIbChdTVEFUU19TUExJVF9ST1VURV9DTEFTUxABEhUKEVNUQVRTX1NQTElUX0NMQVNTEAISFAoQU1RBVFNfU1BMSVRfTk9ORRADKncKCkFsZXJ0U3RhdGUSGwoXQUxFUlRfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJBTEVSVF9TVEFURV9GSVJJTkcQARIaChZBTEVSVF9TVEFURV9TVVBQUkVTU0VEEAISGAoUQUxFUlRfU1RBVEVfUkVTT0xWRUQQAzLIBQoKTG9nU2VydmljZRI4CgVGbHVzaBIXLnJlcWxvZy52MS5GbHVzaFJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkSQAoJU2V0U3RhdHVzEhsucmVxbG9nLnYxLlNldFN0YXR1c1JlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkSPQoEUmVhZBIZLnJlcWxvZy52MS5Mb2dSZWFkUmVxdWVzdBoaLnJlcWxvZy52MS5Mb2dSZWFkUmVzcG9uc2USQAoFVXNhZ2USGi5yZXFsb2cudjEuTG9nVXNhZ2VSZXF1ZXN0GhsucmVxbG9nLnYxLkxvZ1VzYWdlUmVzcG9uc2USOgoFV3JpdGUSFy5yZXFsb2cudjEuV3JpdGVSZXF1ZXN0GhgucmVxbG9nLnYxLldyaXRlUmVzcG9uc2USSQoKTGlzdFN0YXR1cxIcLnJlcWxvZy52MS5MaXN0U3RhdHVzUmVxdWVzdBodLnJlcWxvZy52MS5MaXN0U3RhdHVzUmVzcG9uc2USPAoGSW5nZXN0EhgucmVxbG9nLnYxLkluZ2VzdFJlcXVlc3QaFC5yZXFsb2cudjEuSW5nZXN0QWNrKAEwARI/CgRUYWlsEhkucmVxbG9nLnYxLkxvZ1JlYWRSZXF1ZXN0GhoucmVxbG9nLnYxLkxvZ1JlYWRSZXNwb25zZTABEjoKBVN0YXRzEhcucmVxbG9nLnYxLlN0YXRzUmVxdWVzdBoYLnJlcWxvZy52MS5TdGF0c1Jlc3BvbnNlEjwKBVF1ZXJ5EhcucmVxbG9nLnYxLlF1ZXJ5UmVxdWVzdBoYLnJlcWxvZy52MS5RdWVyeVJlc3BvbnNlMAESPQoGQWxlcnRzEhgucmVxbG9nLnYxLkFsZXJ0c1JlcXVlc3QaGS5yZXFsb2cudjEuQWxlcnRzUmVzcG9uc2U", [file_google_protobuf_empty]);
 
 /**
  * The error codes a failed call carries, as the reason of a google.rpc.ErrorInfo
@@ -1344,6 +1344,199 @@ export const StatsResponseSchema: GenMessage<StatsResponse> = /*@__PURE__*/
   messageDesc(file_reqlog_v1_log_service, 28);
 
 /**
+ * A query over one app's finished requests, in reqlog's subset of LogsQL
+ * (docs/query.md): a filter, then pipes.
+ *
+ * @generated from message reqlog.v1.QueryRequest
+ */
+export type QueryRequest = Message<"reqlog.v1.QueryRequest"> & {
+  /**
+   * @generated from field: required string app_id = 1;
+   */
+  appId: string;
+
+  /**
+   * The query, e.g. `_time:1h status:>=500 | stats by (route) count() as n`.
+   *
+   * @generated from field: required string query = 2;
+   */
+  query: string;
+};
+
+/**
+ * Describes the message reqlog.v1.QueryRequest.
+ * Use `create(QueryRequestSchema)` to create a new message.
+ */
+export const QueryRequestSchema: GenMessage<QueryRequest> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 29);
+
+/**
+ * One message of a Query's answer, in order: the first carries the
+ * columns, each carries rows, the last carries the summary.
+ *
+ * @generated from message reqlog.v1.QueryResponse
+ */
+export type QueryResponse = Message<"reqlog.v1.QueryResponse"> & {
+  /**
+   * @generated from field: repeated reqlog.v1.QueryColumn column = 1;
+   */
+  column: QueryColumn[];
+
+  /**
+   * @generated from field: repeated reqlog.v1.QueryRow row = 2;
+   */
+  row: QueryRow[];
+
+  /**
+   * @generated from field: optional reqlog.v1.QuerySummary summary = 3;
+   */
+  summary?: QuerySummary | undefined;
+};
+
+/**
+ * Describes the message reqlog.v1.QueryResponse.
+ * Use `create(QueryResponseSchema)` to create a new message.
+ */
+export const QueryResponseSchema: GenMessage<QueryResponse> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 30);
+
+/**
+ * A column of the answer: a field, a group or a stats result.
+ *
+ * @generated from message reqlog.v1.QueryColumn
+ */
+export type QueryColumn = Message<"reqlog.v1.QueryColumn"> & {
+  /**
+   * @generated from field: required string name = 1;
+   */
+  name: string;
+
+  /**
+   * text, int, float, bool, bytes (as UTF-8 text), duration (µs) or time
+   * (µs since the epoch; `_time`, which LogsQL prints as RFC 3339).
+   *
+   * @generated from field: required string type = 2;
+   */
+  type: string;
+
+  /**
+   * A group a stats or top pipe made (one of its `by` fields), not a value.
+   *
+   * @generated from field: optional bool group = 3;
+   */
+  group: boolean;
+};
+
+/**
+ * Describes the message reqlog.v1.QueryColumn.
+ * Use `create(QueryColumnSchema)` to create a new message.
+ */
+export const QueryColumnSchema: GenMessage<QueryColumn> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 31);
+
+/**
+ * One row: a value per column, in the columns' order.
+ *
+ * @generated from message reqlog.v1.QueryRow
+ */
+export type QueryRow = Message<"reqlog.v1.QueryRow"> & {
+  /**
+   * @generated from field: repeated reqlog.v1.QueryValue value = 1;
+   */
+  value: QueryValue[];
+};
+
+/**
+ * Describes the message reqlog.v1.QueryRow.
+ * Use `create(QueryRowSchema)` to create a new message.
+ */
+export const QueryRowSchema: GenMessage<QueryRow> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 32);
+
+/**
+ * One value; none of them set: empty (no app lines for `level`, nothing to
+ * add up for a stats result).
+ *
+ * @generated from message reqlog.v1.QueryValue
+ */
+export type QueryValue = Message<"reqlog.v1.QueryValue"> & {
+  /**
+   * @generated from oneof reqlog.v1.QueryValue.kind
+   */
+  kind: {
+    /**
+     * @generated from field: string text = 1;
+     */
+    value: string;
+    case: "text";
+  } | {
+    /**
+     * @generated from field: sint64 int = 2;
+     */
+    value: bigint;
+    case: "int";
+  } | {
+    /**
+     * @generated from field: double float = 3;
+     */
+    value: number;
+    case: "float";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message reqlog.v1.QueryValue.
+ * Use `create(QueryValueSchema)` to create a new message.
+ */
+export const QueryValueSchema: GenMessage<QueryValue> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 33);
+
+/**
+ * How an answer was found, and whether it is whole.
+ *
+ * @generated from message reqlog.v1.QuerySummary
+ */
+export type QuerySummary = Message<"reqlog.v1.QuerySummary"> & {
+  /**
+   * "rollups" (the Stats rollups), "index" (the search index's candidates),
+   * "scan" (the requests in the time range, newest first) or "sql" (ClickHouse).
+   *
+   * @generated from field: required string source = 1;
+   */
+  source: string;
+
+  /**
+   * Requests examined (unset when the rollups answered).
+   *
+   * @generated from field: optional int64 scanned = 2;
+   */
+  scanned: bigint;
+
+  /**
+   * Requests in the query's time range, when the scan stopped before them all.
+   *
+   * @generated from field: optional int64 total = 4;
+   */
+  total: bigint;
+
+  /**
+   * Set when the answer is not whole, saying why: "partial: scanned 200000 of
+   * 9812002 requests (read-scan-rows=200000): narrow _time", or rows cut at
+   * max-query-rows.
+   *
+   * @generated from field: optional string partial = 3;
+   */
+  partial: string;
+};
+
+/**
+ * Describes the message reqlog.v1.QuerySummary.
+ * Use `create(QuerySummarySchema)` to create a new message.
+ */
+export const QuerySummarySchema: GenMessage<QuerySummary> = /*@__PURE__*/
+  messageDesc(file_reqlog_v1_log_service, 34);
+
+/**
  * Which alerts of an app to list (times in seconds since the epoch).
  *
  * @generated from message reqlog.v1.AlertsRequest
@@ -1373,7 +1566,7 @@ export type AlertsRequest = Message<"reqlog.v1.AlertsRequest"> & {
  * Use `create(AlertsRequestSchema)` to create a new message.
  */
 export const AlertsRequestSchema: GenMessage<AlertsRequest> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 29);
+  messageDesc(file_reqlog_v1_log_service, 35);
 
 /**
  * A label of an alert.
@@ -1397,7 +1590,7 @@ export type AlertLabel = Message<"reqlog.v1.AlertLabel"> & {
  * Use `create(AlertLabelSchema)` to create a new message.
  */
 export const AlertLabelSchema: GenMessage<AlertLabel> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 30);
+  messageDesc(file_reqlog_v1_log_service, 36);
 
 /**
  * One period an alert of the app fired, as Alertmanager held it (the
@@ -1495,7 +1688,7 @@ export type Alert = Message<"reqlog.v1.Alert"> & {
  * Use `create(AlertSchema)` to create a new message.
  */
 export const AlertSchema: GenMessage<Alert> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 31);
+  messageDesc(file_reqlog_v1_log_service, 37);
 
 /**
  * The alerts of an app: firing and suppressed ones first, newest first, then
@@ -1515,7 +1708,7 @@ export type AlertsResponse = Message<"reqlog.v1.AlertsResponse"> & {
  * Use `create(AlertsResponseSchema)` to create a new message.
  */
 export const AlertsResponseSchema: GenMessage<AlertsResponse> = /*@__PURE__*/
-  messageDesc(file_reqlog_v1_log_service, 32);
+  messageDesc(file_reqlog_v1_log_service, 38);
 
 /**
  * What the records of a Stats answer are split by, besides the time bucket
@@ -1700,6 +1893,17 @@ export const LogService: GenService<{
     methodKind: "unary";
     input: typeof StatsRequestSchema;
     output: typeof StatsResponseSchema;
+  },
+  /**
+   * Answers a query (docs/query.md): the rows stream in order, the columns
+   * in the first message, how the answer was found in the last.
+   *
+   * @generated from rpc reqlog.v1.LogService.Query
+   */
+  query: {
+    methodKind: "server_streaming";
+    input: typeof QueryRequestSchema;
+    output: typeof QueryResponseSchema;
   },
   /**
    * The alerts Alertmanager holds for an app, and those this server saw

@@ -39,7 +39,7 @@ export interface ClickHouseBackendOptions {
    */
   interpose?: (sql: SqlClient) => SqlClient;
   /**
-   * Whether regex Reads ask the search index (migration 006) for their
+   * Whether regex Reads ask the search index (migration 005) for their
    * candidates when it narrows the pattern and the range holds more than a
    * few thousand records ("auto", the default), whatever the range holds
    * ("always"), or never ("never"): how the tests compare the two.
@@ -187,6 +187,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   return {
     store: createClickHouseStore({
       sql,
+      onCluster: layout.cluster !== undefined,
       now,
       marks,
       batcher,

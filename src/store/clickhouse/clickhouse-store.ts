@@ -7,23 +7,26 @@ import type { GroupWork, Touch } from "./write/group-commit.js";
 import type { RecordReader } from "./read/record-reader.js";
 import { createStatsReader } from "./stats/clickhouse-stats.js";
 import { createUsageReader } from "./read/clickhouse-usage.js";
-import type { createSnapshotPaging } from "./read/snapshot-paging.js";
+import { createQueryReader } from "./read/query-reader.js";
+import type { SnapshotPaging } from "./read/snapshot-paging.js";
 import type { SqlClient } from "./sql-client.js";
 import { bytesToText } from "./rows/sql-literal.js";
 import { guarded } from "./storage-error.js";
-import type { createTailChanges } from "./read/tail-changes.js";
+import type { TailChanges } from "./read/tail-changes.js";
 import type { WriteBatcher } from "./write/write-batcher.js";
 import type { Snapshot } from "./read/snapshot.js";
 
 export interface ClickHouseStoreParts {
   sql: SqlClient;
+  /** The tables are spread over a cluster (their parts are on every shard). */
+  onCluster?: boolean;
   now: Clock;
   /** The marks every server has published now (server-slots.ts). */
   marks: () => Promise<Snapshot>;
   batcher: WriteBatcher<GroupWork>;
   records: RecordReader;
-  paging: ReturnType<typeof createSnapshotPaging>;
-  changes: ReturnType<typeof createTailChanges>;
+  paging: SnapshotPaging;
+  changes: TailChanges;
   offsetKey: Uint8Array;
   /** Listeners called after every group commit, and when another server's mark moves (subscribe). */
   listeners: Set<() => void>;
@@ -48,6 +51,7 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
   const { sql, now, marks, batcher, records, paging, changes, listeners } = parts;
   const usage = createUsageReader(sql);
   const stats = createStatsReader(sql);
+  const queries = createQueryReader(sql, records, parts.onCluster ?? false);
   const change = <T>(work: GroupWork, signal: AbortSignal) => guarded(signal, () => batcher.run<T>(work, signal));
 
   const store: Store = {
@@ -108,6 +112,10 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
 
     stats(plan, signal) {
       return guarded(signal, () => stats(plan, signal));
+    },
+
+    query(plan, signal) {
+      return guarded(signal, () => queries.query(plan, signal));
     },
 
     changePosition(signal) {

@@ -69,6 +69,15 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
       });
     },
 
+    query(plan, signal) {
+      return guarded(signal, async () => {
+        if (pool) return pool.query(plan, signal);
+        const result = reader.query(plan);
+        throwIfCancelled(signal);
+        return result;
+      });
+    },
+
     getRequests(appId, requestIds, signal) {
       return guarded(signal, () => reader.getRequests(appId, requestIds));
     },

@@ -16,7 +16,7 @@ interface LineRow {
 }
 
 /** Request rows by id, and rows as the RequestLogs a Read returns (with their app lines). */
-export function createRecordReader(sql: SqlClient) {
+export function createRecordReader(sql: SqlClient): RecordReader {
   /**
    * The app lines of these requests (rows of one app; their current incarnation), in time
    * order, by requestKey; with `perRequest`, the last that many and whether
@@ -97,4 +97,14 @@ export function createRecordReader(sql: SqlClient) {
   };
 }
 
-export type RecordReader = ReturnType<typeof createRecordReader>;
+export interface RecordReader {
+  /**
+   * The latest versions of these requests of one app that exist (and pass
+   * `filters`), in the order given, once each.
+   */
+  byIds(app: string, requestIds: readonly string[], filters: readonly string[], signal?: AbortSignal): Promise<RequestRow[]>;
+  /** Stored records with all their lines (getRequests). */
+  withAllLines(rows: readonly RequestRow[], signal?: AbortSignal): Promise<RequestLog[]>;
+  /** Rows as a Read returns them: app lines as the plan asks, extras in `combined`. */
+  toLogs(rows: readonly RequestRow[], plan: ReadPlan, signal?: AbortSignal): Promise<RequestLog[]>;
+}

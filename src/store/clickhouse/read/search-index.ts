@@ -5,7 +5,7 @@ import { sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 import type { SqlClient } from "../sql-client.js";
 
 /**
- * A regex Read's use of the search index on ClickHouse (migration 006,
+ * A regex Read's use of the search index on ClickHouse (migration 005,
  * rows/search-terms.ts): which postings every request whose combined line
  * may match the pattern is under. The strings every match contains
  * (required-strings.ts) are cut into pieces at the line's separators; a

@@ -109,12 +109,12 @@ export function createSnapshotPaging(
   history: PagingHistory,
   now: Clock,
   /**
-   * The search index (migration 006) and the fewest records (by the hours
+   * The search index (migration 005) and the fewest records (by the hours
    * a range touches) a regex Read asks it for (indexFromRows; 0: always);
    * none: regex Reads scan.
    */
   search?: { index: SearchIndex; fromRows: number },
-) {
+): SnapshotPaging {
   async function floorNow(signal: AbortSignal): Promise<bigint> {
     const [row] = await sql.rows<{ floor: string }>("SELECT max(toInt64(value)) AS floor FROM meta WHERE key = 'moves_floor'", signal);
     const floor = BigInt(row?.floor ?? "0");
@@ -497,4 +497,9 @@ export function createSnapshotPaging(
       return page(plan, snapshot, after, signal);
     },
   };
+}
+
+export interface SnapshotPaging {
+  /** One page of a Read (request ids, or newest first from the plan's cursor). */
+  read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
 }

@@ -13,7 +13,16 @@ import { advanceTo, covers, heldSql, type Snapshot } from "./snapshot.js";
  * the order of their numbers (a version of an insert still going on is
  * taken once its server has published it).
  */
-export function createTailChanges(sql: SqlClient, records: RecordReader) {
+/** Up to `limit` records changed after `after` up to `upTo`, oldest first, with where the next call goes on. */
+export type TailChanges = (
+  plan: ReadPlan,
+  after: Snapshot,
+  upTo: Snapshot,
+  limit: number,
+  signal: AbortSignal,
+) => Promise<{ records: RequestLog[]; position: Snapshot; caughtUp: boolean }>;
+
+export function createTailChanges(sql: SqlClient, records: RecordReader): TailChanges {
   return async function changes(plan: ReadPlan, after: Snapshot, upTo: Snapshot, limit: number, signal: AbortSignal) {
     if (covers(after, upTo)) return { records: [] as RequestLog[], position: after, caughtUp: true };
     const where = [

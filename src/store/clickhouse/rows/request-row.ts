@@ -184,8 +184,8 @@ export const placeholderCombined = (row: RequestRow) => combinedColumn(rowToLog(
 
 const months = "['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']";
 /** A row's end and start times in SQL (recordColumns leaves them out where they repeat). */
-const endTimeSql = "if(finished = 1, sort_time, end_time)";
-const startTimeSql = `if(bitAnd(set_fields, 1) = 1, ${endTimeSql} - latency, start_time)`;
+export const endTimeSql = "if(finished = 1, sort_time, end_time)";
+export const startTimeSql = `if(bitAnd(set_fields, 1) = 1, ${endTimeSql} - latency, start_time)`;
 const lineTime = `toDateTime(intDiv(if(${endTimeSql} > 0, ${endTimeSql}, ${startTimeSql}), 1000000), 'UTC')`;
 const orDash = (column: string) => `if(${column} = '', '-', ${column})`;
 

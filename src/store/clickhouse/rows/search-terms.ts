@@ -1,6 +1,6 @@
 /**
  * The terms a request version is indexed under for regex Reads (migration
- * 006, docs/search-index.md "On ClickHouse"): not the trigrams of its line
+ * 005, docs/search-index.md "On ClickHouse"): not the trigrams of its line
  * (77 postings a request on forge traffic, 785 B a request in ClickHouse
  * without delta codecs, ~140 B with stop grams: more than a whole request),
  * but a few values, most of them shared by many requests:

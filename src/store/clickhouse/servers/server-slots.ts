@@ -105,8 +105,22 @@ export async function claimServerSlot(sql: SqlClient, withLock: <T>(work: () => 
   /** Set when another server closed this one's slot (it was silent too long): it commits no more. */
   let lost = false;
 
-  async function beat(): Promise<void> {
+  /**
+   * Writes this server's row. Its beat and its mark are taken together, at
+   * once: a row with a later beat then never has a lower mark, so the row
+   * ReplacingMergeTree keeps when it merges (the latest beat) keeps the
+   * highest mark (a heartbeat that read the mark before a group's publish
+   * and wrote after it would otherwise put the mark back).
+   */
+  async function writeRow(): Promise<bigint> {
     const mark = clock.committed;
+    await sql.insert("servers", [{ slot, server, beat: beatNow(), mark: String(mark), closed: 0 }]);
+    beatAt = Date.now();
+    if (mark > published) published = mark;
+    return mark;
+  }
+
+  async function beat(): Promise<void> {
     const [holder] = await sql.rows<{ holder: string; is_closed: number }>(
       `SELECT argMax(server, beat) AS holder, argMax(closed, beat) AS is_closed FROM servers WHERE slot = ${slot}`,
     );
@@ -114,9 +128,7 @@ export async function claimServerSlot(sql: SqlClient, withLock: <T>(work: () => 
       lost = true;
       return;
     }
-    await sql.insert("servers", [{ slot, server, beat: beatNow(), mark: String(mark), closed: 0 }]);
-    beatAt = Date.now();
-    if (mark > published) published = mark;
+    await writeRow();
   }
 
   let beating: Promise<void> | undefined;
@@ -148,11 +160,7 @@ export async function claimServerSlot(sql: SqlClient, withLock: <T>(work: () => 
     },
 
     async publish() {
-      if (clock.committed <= published) return;
-      const mark = clock.committed;
-      await sql.insert("servers", [{ slot, server, beat: beatNow(), mark: String(mark), closed: 0 }]);
-      beatAt = Date.now();
-      if (mark > published) published = mark;
+      if (clock.committed > published) await writeRow();
     },
 
     checkFresh() {

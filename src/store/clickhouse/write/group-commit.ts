@@ -4,7 +4,7 @@ import { holds } from "../read/snapshot.js";
 import { slotOf } from "../servers/change-clock.js";
 import type { ServerSlots } from "../servers/server-slots.js";
 import { createInsertBarrier, insertQueryId } from "./insert-barrier.js";
-import type { createKeyFeed } from "./key-feed.js";
+import type { KeyFeed } from "./key-feed.js";
 import type { KnownKeys } from "./known-keys.js";
 import { type RequestRow, requestKey } from "../rows/request-row.js";
 import {
@@ -60,7 +60,7 @@ export interface GroupCommitParts {
   sql: SqlClient;
   slots: ServerSlots;
   known: KnownKeys;
-  feed: ReturnType<typeof createKeyFeed>;
+  feed: KeyFeed;
   scope: RollupScope;
   now: Clock;
   /** What the groups committed tell the write observers. */
@@ -71,7 +71,7 @@ export interface GroupCommitParts {
 /** How long a group waits for another server to publish a version it read (its server then is closed: server-slots.ts). */
 const publishWaitMs = 15_000;
 
-export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, onCommit }: GroupCommitParts) {
+export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, onCommit }: GroupCommitParts): GroupCommit {
   const clock = slots.clock;
   const awaitOtherInserts = createInsertBarrier(sql, slots.server);
   let inserts = 0;
@@ -198,4 +198,9 @@ export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, 
   };
 }
 
-export type GroupCommit = ReturnType<typeof createGroupCommit>;
+export interface GroupCommit {
+  /** Stores a group of writes; the outcome of each (a write that throws is undone alone). */
+  commitGroup(works: GroupWork[]): Promise<Outcome[]>;
+  /** Expires these stored requests (tombstones); returns how many. */
+  expire(rows: readonly RequestRow[]): Promise<number>;
+}

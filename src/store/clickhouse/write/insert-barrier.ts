@@ -4,7 +4,9 @@ import { sqlList, sqlString } from "../rows/sql-literal.js";
 /** The query id of this server's inserts: other servers find them in system.processes. */
 export const insertQueryId = (server: string, n: number) => `reqlog-w-${server}-${n}`;
 
-const pollMs = 5;
+/** The first wait before looking again, doubled each time up to the last (an insert takes tens of ms or more). */
+const firstPollMs = 5;
+const lastPollMs = 80;
 /** An insert still running after this long is left to itself (ClickHouse is stuck: the group goes on). */
 const longestWaitMs = 60_000;
 
@@ -21,8 +23,8 @@ export function createInsertBarrier(sql: SqlClient, server: string) {
   return async function awaitOtherInserts(): Promise<void> {
     let ids = (await running(`query_id LIKE 'reqlog-w-%' AND query_id NOT LIKE ${sqlString(`reqlog-w-${server}-%`)}`)).map((r) => r.query_id);
     const deadline = Date.now() + longestWaitMs;
-    while (ids.length > 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    for (let wait = firstPollMs; ids.length > 0 && Date.now() < deadline; wait = Math.min(2 * wait, lastPollMs)) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
       ids = (await running(`query_id IN ${sqlList(ids.map(sqlString))}`)).map((r) => r.query_id);
     }
   };

@@ -13,7 +13,7 @@ import type { KnownKeys } from "./known-keys.js";
  * read again next time), so the filter holds every key of every write
  * acknowledged before the marks were read.
  */
-export function createKeyFeed(sql: SqlClient, known: KnownKeys, ownSlot: number) {
+export function createKeyFeed(sql: SqlClient, known: KnownKeys, ownSlot: number): KeyFeed {
   /** slot → the mark up to which its keys are in the filter. */
   const seen = new Map<number, bigint>();
   return {
@@ -38,4 +38,15 @@ export function createKeyFeed(sql: SqlClient, known: KnownKeys, ownSlot: number)
       }
     },
   };
+}
+
+export interface KeyFeed {
+  /** The filter was loaded from every stored key after `marks` were read. */
+  loaded(marks: Snapshot): void;
+  /**
+   * Adds the keys other slots created past what was seen; `slots` are
+   * every slot the servers table names, `open` whether one of them may be
+   * writing now (else only a mark past what was seen sends a query).
+   */
+  catchUp(marks: Snapshot, slots: readonly number[], open: boolean): Promise<void>;
 }

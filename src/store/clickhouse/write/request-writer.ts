@@ -16,7 +16,7 @@ import {
   recordColumns,
   requestKey,
 } from "../rows/request-row.js";
-import { createRollupDeltas, noRollup, type Rollup, rollupColumns, rollups } from "./rollup-deltas.js";
+import { createRollupDeltas, noRollup, type Rollup, rollupColumns, rollups, type RollupDeltas } from "./rollup-deltas.js";
 import { bytesToText } from "../rows/sql-literal.js";
 import { tsvNumbers, tsvStrings, tsvValue } from "../rows/tab-separated.js";
 
@@ -51,7 +51,7 @@ export const storedLineKey = (line: { time: string; pos: number; level: number; 
  * one INSERT. Each write of the group can be undone alone (`mark`, `undo`),
  * as a savepoint would.
  */
-export function createRequestWriter(state: StoredState, nextSeq: () => bigint, notes: CommittedWrites) {
+export function createRequestWriter(state: StoredState, nextSeq: () => bigint, notes: CommittedWrites): RequestWriter {
   const changes: Change[] = [];
   const undoLog: (() => void)[] = [];
 
@@ -233,7 +233,21 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
   };
 }
 
-export type RequestWriter = ReturnType<typeof createRequestWriter>;
+export interface RequestWriter {
+  changes: readonly Change[];
+  /** Where the writes stand now, to undo back to. */
+  mark(): number;
+  /** Undoes everything since `mark` (a write that failed). */
+  undo(mark: number): void;
+  /** Upserts one record with its lines at server time `at`; returns how many lines were new. */
+  writeRecord(record: PreparedRecord, at: bigint): number;
+  /**
+   * Stores app lines of one request (a placeholder until its record arrives); returns how many were new.
+   */
+  flushLines(request: RequestContext, lines: readonly AppLine[], at: bigint): number;
+  /** Expires a stored request: a tombstone version, its share of the rollups taken out. */
+  expire(stored: RequestRow): void;
+}
 
 /** The columns of a request version (requests' own, migration 001), in the order changeLine writes them. */
 const rowColumns: readonly string[] = [
@@ -299,7 +313,7 @@ export type RollupScope = "group" | "request";
  */
 export function changesText(changes: readonly Change[], scope: RollupScope): string {
   const keyOf = scope === "group" ? (row: RequestRow) => row.app : (row: RequestRow) => requestKey(row.app, row.request_id);
-  const deltas = new Map<string, { sums: ReturnType<typeof createRollupDeltas>; rows: number[] }>();
+  const deltas = new Map<string, { sums: RollupDeltas; rows: number[] }>();
   changes.forEach(({ row, prev }, i) => {
     const key = keyOf(row);
     let scoped = deltas.get(key);

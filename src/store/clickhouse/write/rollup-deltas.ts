@@ -99,7 +99,7 @@ const agentKind = 1;
  * rollups still equal a recount; and they ride in the same INSERT as the
  * rows they come from, stored with them or not at all.
  */
-export function createRollupDeltas() {
+export function createRollupDeltas(): RollupDeltas {
   const usage = new Map<string, Sums<NonNullable<ReturnType<typeof usageShareOf>>>>();
   const stats = new Map<string, Sums<StatsCell>>();
   const clients = new Map<string, Sums<{ hour: string; kind: number; name: string }>>();
@@ -156,4 +156,11 @@ export function createRollupDeltas() {
       ];
     },
   };
+}
+
+export interface RollupDeltas {
+  /** Adds what a change (`row` replacing `prev`) moves. */
+  add(row: RequestRow, prev: RequestRow | undefined): void;
+  /** The columns of `rollup` (TabSeparated fields of `rollupColumns`) of the sums that move something. */
+  columns(rollup: Rollup): string[];
 }

@@ -19,7 +19,7 @@ export function linesOf(blob: Buffer | null, perRequest?: number): { lines: LogL
 }
 
 /** Request rows by request id, and rows as the RequestLogs a Read returns (with their app lines). */
-export function createLineLoader(db: Database.Database) {
+export function createLineLoader(db: Database.Database): LineLoader {
   const recordById = db
     .prepare(`SELECT ${recordColumnsSql} FROM ${recordJoin} WHERE r.app_key = ? AND r.request_id = ?`)
     .safeIntegers(true);
@@ -55,4 +55,9 @@ export function createLineLoader(db: Database.Database) {
   };
 }
 
-export type LineLoader = ReturnType<typeof createLineLoader>;
+export interface LineLoader {
+  /** The rows of these request ids that exist, in the order given, once each. */
+  recordRows(app: number, requestIds: readonly Uint8Array[]): Row[];
+  /** A row as a Read returns it: app lines as the plan asks, extras in `combined`. */
+  toLog(row: Row, plan: ReadPlan): RequestLog;
+}

@@ -14,7 +14,7 @@ export function definedParams(params: Record<string, unknown>): Record<string, u
  * filters (RE2 patterns included, through the scan budget's functions), and
  * a cache of the statements built from them.
  */
-export function createPlanSql(db: Database.Database) {
+export function createPlanSql(db: Database.Database): PlanSql {
   const stmt = {
     versionKeys: db.prepare("SELECT id FROM versions WHERE app_key = ? AND module_id = ?").pluck(),
     versionKey: db.prepare(versionKeySql).pluck(),
@@ -101,4 +101,25 @@ export function createPlanSql(db: Database.Database) {
   };
 }
 
-export type PlanSql = ReturnType<typeof createPlanSql>;
+export interface PlanSql {
+  /** Starts planning a Read (or Tail batch): search plans are made afresh, inside its transaction. */
+  begin(): void;
+  /** The search index's part in a combined_log_regex (search-query.ts). */
+  search(pattern: string): SearchPlan;
+  /** The version keys a plan's module/version pairs name (undefined: no version filter). */
+  versionKeys(app: number, plan: ReadPlan): number[] | undefined;
+  /**
+   * Filters on the record's current values, RE2 patterns included: they run
+   * inside SQLite through the reqlog_*_match functions (scan-budget.ts), so
+   * no row is turned into a message just to be tested and dropped. A
+   * combined_log_regex first meets the search plan's cheap test, which
+   * spares building the line of rows that cannot match (a scan's; not for
+   * the few candidates of the search index: `prefilter` false).
+   * Parameters:
+   */
+  filters(plan: ReadPlan, versions: number[] | undefined, prefilter?: boolean): string[];
+  /** The parameters `filters` uses. */
+  filterParams(plan: ReadPlan): Record<string, unknown>;
+  /** A prepared statement (safeIntegers) for SQL built from a plan, cached by its text. */
+  statement(sql: string): Database.Statement;
+}

@@ -7,7 +7,8 @@ import { packageRoot } from "../../../package-root.js";
 import type { ReadPlan } from "../../../query/read-plan.js";
 import type { StatsPlan } from "../../../query/stats-plan.js";
 import { ReqlogError } from "../../../reqlog-error.js";
-import type { ReadResult, StatsResult } from "../../store.js";
+import type { QueryResult, ReadResult, StatsResult } from "../../store.js";
+import type { QueryPlan } from "../../../query/logsql/plan-query.js";
 import type { ReadTask, ReadTaskResult } from "./read-worker.js";
 import { unpackStats } from "./stats-result-codec.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
@@ -20,6 +21,8 @@ export interface ReadPool {
   read(plan: ReadPlan, signal: AbortSignal): Promise<ReadResult>;
   /** Runs a Stats plan on a worker; a cancelled call's walk of the rollups stops at its next check. */
   stats(plan: StatsPlan, signal: AbortSignal): Promise<StatsResult>;
+  /** Answers a query on a worker; a cancelled call's scan stops at its next budget check. */
+  query(plan: QueryPlan, signal: AbortSignal): Promise<QueryResult>;
   /** The worker threads (for tests that stop one). */
   readonly threads: readonly import("node:worker_threads").Worker[];
   close(): Promise<void>;
@@ -81,7 +84,7 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
       current ??= start();
       reply = await current.run(task);
     } catch (err) {
-      throw ReqlogError.unavailable(`a read worker stopped while it ran this ${"stats" in task ? "Stats" : "Read"}; retry`, err);
+      throw ReqlogError.unavailable(`a read worker stopped while it ran this ${"stats" in task ? "Stats" : "query" in task ? "Query" : "Read"}; retry`, err);
     } finally {
       signal.removeEventListener("abort", onAbort);
     }
@@ -106,6 +109,12 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
         lastSortTime: reply.lastSortTime,
         scanned: reply.scanned,
       };
+    },
+    async query(plan, signal) {
+      const reply = await run({ query: plan, cancel: cancelFlag() }, signal);
+      if (!("answer" in reply)) throw new Error("a read worker answered a Query task with something else");
+      if (reply.answer.cancelled) throw ReqlogError.cancelled();
+      return reply.answer;
     },
     async stats(plan, signal) {
       const reply = await run({ stats: plan, cancel: cancelFlag() }, signal);

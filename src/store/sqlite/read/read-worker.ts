@@ -17,9 +17,11 @@ import type { SearchIndexUse } from "./snapshot-paging.js";
 import { createSqliteReader } from "./sqlite-reader.js";
 import { createStatsReader } from "../stats/sqlite-stats.js";
 import { type PackedStats, packStats } from "./stats-result-codec.js";
+import type { QueryPlan } from "../../../query/logsql/plan-query.js";
+import type { QueryOutcome } from "./query-reader.js";
 
-/** A Read or Stats plan, and a flag the main thread sets to 1 (at index 0) when the call is cancelled. */
-export type ReadTask = ({ plan: ReadPlan } | { stats: StatsPlan }) & { cancel: Int32Array };
+/** A Read, Stats or Query plan, and a flag the main thread sets to 1 (at index 0) when the call is cancelled. */
+export type ReadTask = ({ plan: ReadPlan } | { stats: StatsPlan } | { query: QueryPlan }) & { cancel: Int32Array };
 
 export type ReadTaskResult =
   | {
@@ -30,6 +32,7 @@ export type ReadTaskResult =
       cancelled?: boolean;
     }
   | { stats: PackedStats }
+  | { answer: QueryOutcome }
   | { cancelled: true }
   | { refused: { code: number; reason: ReqlogError["reason"]; message: string } }
   | { error: { message: string; code?: string } };
@@ -49,6 +52,7 @@ export default function read(task: ReadTask): ReadTaskResult {
     // Queued while its caller went away: nothing to answer.
     if (Atomics.load(task.cancel, 0) === 1) return { cancelled: true };
     if ("stats" in task) return { stats: packStats(stats(task.stats, task.cancel)) };
+    if ("query" in task) return { answer: reader.query(task.query, task.cancel) };
     const result = reader.read(task.plan, task.cancel);
     return {
       records: result.records.map((r) => ({ bytes: toBinary(RequestLogSchema, r.log), cursor: r.cursor })),

@@ -16,7 +16,7 @@ const clockEvery = 64;
  * reqlog_host_match its host, each as bytes (RE2 reads them without a
  * conversion); a host is tested once per Read.
  */
-export function createScanBudget(db: Database.Database) {
+export function createScanBudget(db: Database.Database): ScanBudget {
   const state = {
     examined: 0,
     maxRows: Number.POSITIVE_INFINITY,
@@ -56,7 +56,7 @@ export function createScanBudget(db: Database.Database) {
 
   return {
     /** Runs `work` with the plan's budget and patterns in force. */
-    run<T>(plan: ReadPlan, cancel: Int32Array | undefined, work: () => T): T {
+    run<T>(plan: Pick<ReadPlan, "budget"> & Partial<Pick<ReadPlan, "combinedRegex" | "hostRegex">>, cancel: Int32Array | undefined, work: () => T): T {
       Object.assign(state, {
         examined: 0,
         maxRows: plan.budget.rows,
@@ -98,4 +98,15 @@ export function createScanBudget(db: Database.Database) {
   };
 }
 
-export type ScanBudget = ReturnType<typeof createScanBudget>;
+export interface ScanBudget {
+  /** Runs `work` with the plan's budget and patterns in force. */
+  run<T>(plan: Pick<ReadPlan, "budget"> & Partial<Pick<ReadPlan, "combinedRegex" | "hostRegex">>, cancel: Int32Array | undefined, work: () => T): T;
+  /** Counts rows examined outside a scan (a Read's search index candidates). */
+  charge(rows: number): void;
+  /** Rows the running (or last) scan examined. */
+  readonly examined: number;
+  /** Whether the running scan has used up its budget (or was cancelled). */
+  readonly spent: boolean;
+  /** Whether the running scan's call was cancelled. */
+  readonly cancelled: boolean;
+}

@@ -74,7 +74,7 @@ function gramsOf(piece: string, stop: StopGrams): string[] {
  * transaction: the dictionary it looks pieces up in must be the one the
  * Read's rows refer to.
  */
-export function createSearchPlanner(db: Database.Database) {
+export function createSearchPlanner(db: Database.Database): SearchPlanner {
   const stopGrams = createStopGramsReader(db);
   const stmt = {
     smallKinds: db
@@ -211,4 +211,6 @@ export function createSearchPlanner(db: Database.Database) {
   };
 }
 
-export type SearchPlanner = ReturnType<typeof createSearchPlanner>;
+export interface SearchPlanner {
+  plan(pattern: string): SearchPlan;
+}

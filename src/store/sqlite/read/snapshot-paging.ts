@@ -48,6 +48,16 @@ export type SearchIndexUse = "auto" | "always" | "never";
 /** Where a page's records come from: the time index walked newest first, or the search index's candidates. */
 type Source = { kind: "scan" } | { kind: "candidates"; ids: string };
 
+/** One page's scan: the app, the plan and its versions, the snapshot it reads at, where it starts, what it walks. */
+interface PageScan {
+  app: number;
+  plan: ReadPlan;
+  versions: number[] | undefined;
+  snapshot: bigint;
+  after: SqliteCursor | undefined;
+  source: Source;
+}
+
 /**
  * Read's pages: newest first by sort time, keyset-paged from a snapshot. A
  * first page takes the current change sequence number as its snapshot; its
@@ -155,14 +165,7 @@ export function createSnapshotPaging(
   }
 
   /** The keyset scan of one page: unchanged and changed records merged in snapshot order. */
-  function* scan(
-    app: number,
-    plan: ReadPlan,
-    versions: number[] | undefined,
-    snapshot: bigint,
-    after: SqliteCursor | undefined,
-    source: Source,
-  ): Generator<Row> {
+  function* scan({ app, plan, versions, snapshot, after, source }: PageScan): Generator<Row> {
     let changed: Row[] = [];
     if (snapshot < (stmt.currentSeq.get() as bigint)) {
       changed = changedRows(app, plan, versions, snapshot)
@@ -195,20 +198,14 @@ export function createSnapshotPaging(
     while (next < changed.length) yield changed[next++]!;
   }
 
-  function page(
-    app: number,
-    plan: ReadPlan,
-    versions: number[] | undefined,
-    snapshot: bigint,
-    after: SqliteCursor | undefined,
-    source: Source,
-  ): ReadResult {
+  function page(scanned: PageScan): ReadResult {
+    const { plan, versions, snapshot } = scanned;
     const cursorOf = (row: Row) => encodeCursor({ snapshot, sortTime: row.key_time as bigint, id: row.id as bigint });
     const matched: Row[] = [];
     let last: Row | undefined;
     let next: Row | undefined;
     let unfiltered: Row | undefined;
-    for (const row of scan(app, plan, versions, snapshot, after, source)) {
+    for (const row of scan(scanned)) {
       last = row;
       if (budget.spent && row.changed === undefined) {
         // The budget let this row through unfiltered; it is checked once the
@@ -283,7 +280,7 @@ export function createSnapshotPaging(
       if (versions && versions.length === 0) return { records: [] };
       const source = candidatesOf(app, plan, after);
       if (source === "none") return { records: [] };
-      return page(app, plan, versions, snapshot, after, source ?? { kind: "scan" });
+      return page({ app, plan, versions, snapshot, after, source: source ?? { kind: "scan" } });
     },
   };
 }

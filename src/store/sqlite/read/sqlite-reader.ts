@@ -9,6 +9,8 @@ import { rowToRequestLog } from "../rows/stored-record.js";
 import { createScanBudget } from "./scan-budget.js";
 import { createSnapshotPaging, type SearchIndexUse } from "./snapshot-paging.js";
 import { createTailChanges } from "./tail-changes.js";
+import { createQueryReader, type QueryOutcome } from "./query-reader.js";
+import type { QueryPlan } from "../../../query/logsql/plan-query.js";
 
 /** A Read page, and whether its call was cancelled while it scanned (then it is not to be answered). */
 type ReadOutcome = ReadResult & { cancelled?: boolean };
@@ -18,13 +20,14 @@ type ReadOutcome = ReadResult & { cancelled?: boolean };
  * changes and records by id. It runs on the writer's connection (Tail,
  * request ids, Reads without workers) and on each read worker's own.
  */
-export function createSqliteReader(db: Database.Database, searchIndex: SearchIndexUse = "auto") {
+export function createSqliteReader(db: Database.Database, searchIndex: SearchIndexUse = "auto"): SqliteReader {
   const appKey = createAppLookup(db);
   const sql = createPlanSql(db);
   const lines = createLineLoader(db);
   const budget = createScanBudget(db);
   const paging = createSnapshotPaging(db, sql, lines, budget, searchIndex);
   const tail = createTailChanges(db, sql, lines);
+  const queries = createQueryReader(db, sql, budget, searchIndex);
   // One read transaction per Read: its statements, and the dictionary its
   // search plan looks pieces up in, all see the same committed state.
   const snapshot = db.transaction(<T>(work: () => T): T => work());
@@ -44,6 +47,10 @@ export function createSqliteReader(db: Database.Database, searchIndex: SearchInd
         }),
       );
     },
+    /** A query's answer from the rows (docs/query.md); `cancel` stops its scan as a spent budget would. */
+    query(plan: QueryPlan, cancel?: Int32Array): QueryOutcome {
+      return budget.run(plan, cancel, () => inSnapshot(() => queries.query(plan)));
+    },
     changes(plan: ReadPlan, afterSeq: bigint, limit: number) {
       return budget.run(plan, undefined, () => inSnapshot(() => tail.changes(appKey(plan.appId), plan, afterSeq, limit)));
     },
@@ -61,4 +68,15 @@ export function createSqliteReader(db: Database.Database, searchIndex: SearchInd
   };
 }
 
-export type SqliteReader = ReturnType<typeof createSqliteReader>;
+export interface SqliteReader {
+  /** One Read page; `cancel` (set to 1 by another thread) stops the scan as a spent budget would. */
+  read(plan: ReadPlan, cancel?: Int32Array): ReadOutcome;
+  /** A query's answer from the rows (docs/query.md); `cancel` stops its scan as a spent budget would. */
+  query(plan: QueryPlan, cancel?: Int32Array): QueryOutcome;
+  changes(plan: ReadPlan, afterSeq: bigint, limit: number): { records: RequestLog[]; lastSeq: bigint; caughtUp: boolean; };
+  currentSeq(): bigint;
+  /**
+   * Stored records of these ids (those that exist), in the order given, once each, with all their lines.
+   */
+  getRequests(appId: string, requestIds: readonly Uint8Array[]): RequestLog[];
+}

@@ -13,7 +13,7 @@ export function createAppLookup(db: Database.Database): (appId: string) => numbe
  * survive it: `forget` drops the caches whenever a write fails or a group
  * does not commit.
  */
-export function createKeys(db: Database.Database) {
+export function createKeys(db: Database.Database): Keys {
   const appKeys = new Map<string, number>();
   const versionKeys = new Map<string, number>();
   const stmt = {
@@ -50,4 +50,8 @@ export function createKeys(db: Database.Database) {
   };
 }
 
-export type Keys = ReturnType<typeof createKeys>;
+export interface Keys {
+  app(appId: string): number;
+  version(app: number, moduleId: string, versionId: string): number;
+  forget(): void;
+}

@@ -89,7 +89,7 @@ export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: str
  * after the mark that is rewritten or deleted needs nothing done: its
  * document is made from what it holds when it is indexed.
  */
-export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRule) {
+export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRule): SearchIndex {
   const stop = createStopGramsWriter(db, stopGrams);
   const stmt = {
     insert: db.prepare("INSERT INTO request_search (rowid, doc) VALUES (?, ?)"),
@@ -149,4 +149,24 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
   };
 }
 
-export type SearchIndex = ReturnType<typeof createSearchIndex>;
+export interface SearchIndex {
+  /**
+   * Whether row `id` is among those the index holds (a rewrite or delete of it must change its document).
+   */
+  covers(id: bigint): boolean;
+  /** How many row ids (at most) after the mark, when the last id given out is `lastId`. */
+  behind(lastId: bigint): bigint;
+  /**
+   * Indexes a row the index covers but that has no document: a placeholder
+   * whose record came (`nextId`: above every row id given out so far).
+   */
+  add(row: SearchDocColumns, nextId: bigint): void;
+  /**
+   * Indexes every row of a record after the mark, up to `lastId` (the last row id given out), and moves the mark.
+   */
+  catchUp(lastId: bigint): void;
+  /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
+  replace(old: SearchDocColumns, now: SearchDocColumns): void;
+  remove(row: SearchDocColumns): void;
+  forget(): void;
+}

@@ -71,7 +71,7 @@ function stopGramsOf(since: ReadonlyMap<Gram, bigint>): StopGrams {
  * `rule.share` of them, inside the write's transaction. `forget` reloads the
  * set after a write or a group that did not commit.
  */
-export function createStopGramsWriter(db: Database.Database, rule: StopGramRule = defaultStopGramRule) {
+export function createStopGramsWriter(db: Database.Database, rule: StopGramRule = defaultStopGramRule): StopGramsWriter {
   const stmt = {
     all: db.prepare("SELECT gram, since FROM search_stopgrams").raw().safeIntegers(true),
     insert: db.prepare("INSERT OR IGNORE INTO search_stopgrams (gram, since) VALUES (?, ?)"),
@@ -109,4 +109,9 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
   };
 }
 
-export type StopGramsWriter = ReturnType<typeof createStopGramsWriter>;
+export interface StopGramsWriter {
+  current(): StopGrams;
+  /** Counts a new document's grams; past a window, stops the frequent ones for rows from `nextId` on. */
+  observe(grams: Iterable<Gram>, nextId: bigint): void;
+  forget(): void;
+}

@@ -26,7 +26,7 @@ export function searchedKind(kind: StringKind): boolean {
  * `forget` drops the cache whenever a write fails or a group does not
  * commit (as keys.ts does).
  */
-export function createStrings(db: Database.Database) {
+export function createStrings(db: Database.Database): Strings {
   // One map a kind: a key is found without building a name for it.
   const caches = Object.values(stringKind).map(() => new Map<string, number>());
   const stmt = {
@@ -56,4 +56,7 @@ export function createStrings(db: Database.Database) {
   };
 }
 
-export type Strings = ReturnType<typeof createStrings>;
+export interface Strings {
+  key(kind: StringKind, text: string): number;
+  forget(): void;
+}

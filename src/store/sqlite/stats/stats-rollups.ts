@@ -183,7 +183,7 @@ function mergeDelta(into: CellDelta, from: CellDelta): void {
  * request costs a few Map updates here; allocation is kept low (numbers and
  * short keys), as it is most of this path's cost.
  */
-export function createStatsRollups(db: Database.Database) {
+export function createStatsRollups(db: Database.Database): StatsRollups {
   const stmt = {
     periodNames: db.prepare("SELECT id, name FROM stats_names WHERE app_key = ? AND kind = ? AND hour = ?").raw(),
     insertName: db.prepare("INSERT INTO stats_names (app_key, kind, hour, name) VALUES (?, ?, ?, ?)"),
@@ -517,4 +517,17 @@ export function createStatsRollups(db: Database.Database) {
   };
 }
 
-export type StatsRollups = ReturnType<typeof createStatsRollups>;
+export interface StatsRollups {
+  /**
+   * Moves a request's share from `before` (absent: it did not count) to `after` (absent: it no longer counts).
+   */
+  move(before: StatsShare | undefined, after: StatsShare | undefined): void;
+  /** Applies the pending deltas (inside the write's transaction). */
+  flush(): void;
+  /**
+   * Drops the pending deltas of a write that failed, and the rows, cells
+   * and summaries known: those the write (or its group, when the group did
+   * not commit) changed are rolled back with it.
+   */
+  discard(): void;
+}

@@ -12,7 +12,7 @@ import { currentSeqSql } from "../rows/sql.js";
  * is pruned (`prune`), and offsets from before the pruned point are
  * refused as expired (`floor`).
  */
-export function createChangeLog(db: Database.Database) {
+export function createChangeLog(db: Database.Database): ChangeLog {
   const stmt = {
     lastSeq: db.prepare(currentSeqSql).pluck().safeIntegers(true),
     saveSeq: db.prepare("UPDATE meta SET value = ? WHERE key = 'seq'"),
@@ -61,4 +61,17 @@ export function createChangeLog(db: Database.Database) {
   };
 }
 
-export type ChangeLog = ReturnType<typeof createChangeLog>;
+export interface ChangeLog {
+  next(): bigint;
+  /** The last number given out (a row's id is never above it). */
+  last(): bigint;
+  /** Saves the last number used (inside the write's transaction), when it moved. */
+  save(): void;
+  /** Notes that the change `changeSeq` changed an existing row, which stood at `oldSortTime`. */
+  noteUpdate(rowId: bigint, oldSortTime: bigint, changeSeq: bigint): void;
+  /**
+   * Marks the sequence number reached at `now`, then drops history before
+   * the last mark at or before `cutoff` (µs): offsets from before it expire.
+   */
+  prune(now: bigint, cutoff: bigint): void;
+}

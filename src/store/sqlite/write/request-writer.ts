@@ -47,7 +47,7 @@ export function createRequestWriter(
   changes: ChangeLog,
   rollups: Rollups,
   notes: CommittedWrites,
-) {
+): RequestWriter {
   const head = [
     "app_key", "version_key", "request_id", "has_record", "finished", "sort_time", "seq", "max_level", "record_bytes",
     "line_count", "line_bytes", "module_set", "finished_set",
@@ -213,4 +213,11 @@ export function createRequestWriter(
     },
   };
 }
-export type RequestWriter = ReturnType<typeof createRequestWriter>;
+export interface RequestWriter {
+  /** Upserts one record with its lines at server time `at`; returns how many lines were new. */
+  writeRecord(record: PreparedRecord, at: bigint): number;
+  /**
+   * Stores app lines of one request (a placeholder row until its record arrives); returns how many were new.
+   */
+  flushLines(request: RequestContext, lines: readonly AppLine[], at: bigint): number;
+}

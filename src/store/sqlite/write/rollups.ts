@@ -92,7 +92,7 @@ export interface RollupsMark {
  * upsert per cell, not one per call. A write that fails is rolled back to
  * its savepoint and its moves cut off (`mark`, `cutBack`).
  */
-export function createRollups(db: Database.Database) {
+export function createRollups(db: Database.Database): Rollups {
   const add = db.prepare(`
     INSERT INTO usage_hourly (app_key, hour, version_key, requests, bytes, lines) VALUES (?, ?, ?, ?, ?, ?)
     ON CONFLICT (app_key, hour, version_key) DO UPDATE SET
@@ -163,7 +163,20 @@ export function createRollups(db: Database.Database) {
   };
 }
 
-export type Rollups = ReturnType<typeof createRollups>;
+export interface Rollups {
+  /** Moves a row's share from `before` (absent for a new row) to `after` (absent for a deleted row). */
+  move(before: UsageShare | undefined, after: UsageShare | undefined): void;
+  /** Moves a request's share of the stats rollups (stats-rollups.ts), the same way. */
+  moveStats(before: StatsShare | undefined, after: StatsShare | undefined): void;
+  /** Where the moves so far end (taken as a write starts). */
+  mark(): RollupsMark;
+  /** Forgets the moves after `mark`: those of a write that failed (its savepoint rolled back). */
+  cutBack(mark: RollupsMark): void;
+  /** Applies the moves (inside the group's transaction, before its COMMIT). */
+  flush(): void;
+  /** Drops the moves and what is known of the stored cells: a group that did not commit. */
+  discard(): void;
+}
 
 /**
  * Counts the requests stored before migration 004 into the stats rollups,

@@ -1,5 +1,5 @@
 /**
- * Migration 006-search: the search index of regex Reads (rows/search-terms.ts,
+ * Migration 005-search: the search index of regex Reads (rows/search-terms.ts,
  * read/search-index.ts; docs/search-index.md, "On ClickHouse"). Numbered
  * after the many-servers migrations (004, 005): it needs nothing of them, and
  * they nothing of it (migrate.ts applies whatever is missing, in order).
