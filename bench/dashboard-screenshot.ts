@@ -9,7 +9,7 @@
  *
  *   npm run bench:dashboard -- [--out FILE] [--requests N] [--hours H] [--view V] [--q QUERY] [--loads N] [--db FILE] [--keep]
  *
- * --q is Explore's query (docs/explore.png: --view explore --q '* | stats by (_time:1h, status_class) count() as requests').
+ * --q is Explore's query (docs/explore.png: --view explore --q '_time:12h | stats by (_time:1h, status_class) count() as requests').
  *
  * --db keeps the seeded store in FILE and reuses it on later runs (seeding a
  * million requests takes minutes); --keep leaves the server running (its URL

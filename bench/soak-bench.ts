@@ -11,29 +11,39 @@
  * - Usage (hourly per version) and Stats (hourly, with top lists) every second.
  *
  * The server's resident set size is sampled every second and printed every
- * `every` seconds with what was acknowledged; at the end, the peak, the
- * peaks of the first and last quarter, the errors, and whether Usage counts
- * every request acknowledged.
- *   npm run bench:soak -- [seconds] [records/s] [every]     (defaults 1440, 2000, 30)
+ * `every` seconds with what was acknowledged, split as Linux counts it
+ * (anonymous memory: the JS heaps and SQLite's page caches; file pages
+ * mapped: the program, its libraries and SQLite's WAL index); at the end,
+ * the peak, the peaks of the first and last quarter, the errors, and
+ * whether Usage counts every request acknowledged. With `history`, that
+ * many requests of older forge traffic are stored first (in this process,
+ * before the server starts), or the server starts on a copy of that
+ * database file, so the soak meets a store whose indexes outgrow the page
+ * caches from its first minute, as a long-lived one does.
+ *   npm run bench:soak -- [seconds] [records/s] [every] [history: requests or a file]     (defaults 1440, 2000, 30, 0)
  */
-import { readFileSync } from "node:fs";
+import { copyFileSync, readFileSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
 import { clone } from "@bufbuild/protobuf";
 import { type RequestLog, RequestLogSchema } from "../gen/reqlog/v1/log_service_pb.js";
 import { createLogServiceClient } from "../src/client/log-service-client.js";
 import { forgeTraffic } from "./forge-traffic.js";
 import { startChildServer } from "./harness/child-server.js";
-import { benchDbPath } from "./load.js";
+import { benchDbPath, loadBackend } from "./load.js";
 import { unindexablePattern } from "./search-patterns.js";
 
 const seconds = Number(process.argv[2] ?? 1440);
 const rate = Number(process.argv[3] ?? 2000);
 const every = Number(process.argv[4] ?? 30);
+const history = process.argv[5] ?? "0";
 const callMs = 100;
 const writers = 2;
 
-function rssMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))!;
-  return Number(line.split(/\s+/)[1]) / 1024;
+/** A process's resident set (MB): in all, anonymous memory, file pages mapped (Linux's /proc/PID/status). */
+function residentMb(pid: number): { rss: number; anon: number; file: number } {
+  const lines = readFileSync(`/proc/${pid}/status`, "utf8").split("\n");
+  const mb = (key: string) => Number(lines.find((l) => l.startsWith(`${key}:`))!.split(/\s+/)[1]) / 1024;
+  return { rss: mb("VmRSS"), anon: mb("RssAnon"), file: mb("RssFile") + mb("RssShmem") };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -48,11 +58,26 @@ function inProgress(log: RequestLog): RequestLog {
 }
 
 async function main() {
-  const server = await startChildServer(["--listen", "127.0.0.1:0", "--db", benchDbPath("soak")]);
+  const path = benchDbPath("soak");
+  if (!/^\d+$/.test(history)) {
+    copyFileSync(history, path);
+  } else if (Number(history) > 0) {
+    const { backend } = await loadBackend(path, Number(history));
+    await backend.close();
+  }
+  const server = await startChildServer(["--listen", "127.0.0.1:0", "--db", path]);
   const pid = server.process.pid!;
   await sleep(1000);
-  const idle = rssMb(pid);
+  const idle = residentMb(pid).rss;
   const client = createLogServiceClient({ server: server.address });
+  const apps = ["forge", "forge-staging", "pages"];
+  /** Requests Usage counts in all the soak's apps: the older ones first, then those and the soak's. */
+  const countedNow = async () => {
+    let counted = 0;
+    for (const appId of apps) counted += Number((await client.usage({ appId, combineVersions: true, resolutionHours: 0 })).summary?.count ?? 0n);
+    return counted;
+  };
+  const older = await countedNow();
   const startUsec = BigInt(Date.now()) * 1000n;
   const until = Date.now() + seconds * 1000;
   const counts = { acknowledged: 0, rewrites: 0, reads: 0, usage: 0, stats: 0, errors: 0 };
@@ -129,28 +154,28 @@ async function main() {
 
   const samples: number[] = [];
   const began = Date.now();
-  console.log(`soak: ${seconds} s, ${rate.toLocaleString()} records/s from ${writers} writers (10% rewrites), regex Reads 3 pages deep, Usage and Stats every second`);
+  console.log(`soak: ${seconds} s, ${rate.toLocaleString()} records/s from ${writers} writers (10% rewrites), regex Reads 3 pages deep, Usage and Stats every second` +
+    (history === "0" ? "" : `, on a store of ${/^\d+$/.test(history) ? `${Number(history).toLocaleString()} older requests` : `a copy of ${history}`}`));
   console.log(`RSS idle ${idle.toFixed(0)} MB`);
-  console.log("| s | records acknowledged | RSS (MB) | peak so far (MB) |");
-  console.log("|---:|---:|---:|---:|");
+  console.log("| s | records acknowledged | RSS (MB) | anonymous (MB) | files mapped (MB) | peak so far (MB) |");
+  console.log("|---:|---:|---:|---:|---:|---:|");
   const sampler = setInterval(() => {
-    samples.push(rssMb(pid));
+    const now = residentMb(pid);
+    samples.push(now.rss);
     if (samples.length % every === 0) {
       const s = Math.round((Date.now() - began) / 1000);
-      console.log(`| ${s} | ${counts.acknowledged.toLocaleString()} | ${samples.at(-1)!.toFixed(0)} | ${Math.max(...samples).toFixed(0)} |`);
+      console.log(`| ${s} | ${counts.acknowledged.toLocaleString()} | ${now.rss.toFixed(0)} | ${now.anon.toFixed(0)} | ${now.file.toFixed(0)} | ${Math.max(...samples).toFixed(0)} |`);
     }
   }, 1000);
   await Promise.all([...Array.from({ length: writers }, (_, w) => writer(w)), reader(), rollups()]);
   clearInterval(sampler);
 
   // Every request acknowledged counts once in Usage (rewrites are the same requests).
-  const usage = await client.usage({ appId: "forge", combineVersions: true, resolutionHours: 0 });
-  const apps = ["forge-staging", "pages"];
-  let counted = Number(usage.summary?.count ?? 0n);
-  for (const appId of apps) counted += Number((await client.usage({ appId, combineVersions: true, resolutionHours: 0 })).summary?.count ?? 0n);
+  const counted = (await countedNow()) - older;
   const requests = counts.acknowledged - counts.rewrites;
   client.close();
   await server.stop();
+  rmSync(dirname(path), { recursive: true, force: true });
 
   const quarter = Math.max(1, Math.floor(samples.length / 4));
   const peak = Math.max(...samples);

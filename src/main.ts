@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { encodeLogGroup } from "./cli/encode-log-group.js";
+import { type DeleteOptions, deleteCommand } from "./cli/delete.js";
 import { type ReadOptions, readCommand } from "./cli/read.js";
 import { serve } from "./cli/serve.js";
 import { createTokenCommand, listTokensCommand, revokeTokenCommand } from "./cli/token.js";
@@ -128,6 +129,11 @@ const serveCommand = program
     ),
   )
   .addOption(new Option("--no-metrics", "do not serve /metrics on the HTTP port").env("REQLOG_NO_METRICS"))
+  .addOption(
+    new Option("--no-request-metrics", "leave the apps' requests out of /metrics (reqlog's own metrics and --log-metrics stay)").env(
+      "REQLOG_NO_REQUEST_METRICS",
+    ),
+  )
   .addOption(
     valueOption(
       "--metrics-max-series-per-app <n>",
@@ -301,6 +307,7 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
     httpListen: opts.httpListen === "off" ? undefined : (opts.httpListen as string),
     metrics: opts.metrics !== false,
     appMetrics: {
+      requests: opts.requestMetrics !== false,
       maxSeriesPerApp: opts.metricsMaxSeriesPerApp as number,
       maxAgeMs: opts.metricsMaxAge as number,
       apps: opts.requestMetricsApps as string[] | undefined,
@@ -419,6 +426,24 @@ program
   .argument("<query>", "e.g. '_time:1h status:>=500 | stats by (route) count() as errors'")
   .action(async (query: string, opts: QueryOptions) => {
     await queryCommand(query, opts);
+  });
+
+program
+  .command("delete")
+  .description("erase an app's requests (and their app lines) matching every filter given; needs an admin token")
+  .addOption(serverOption())
+  .addOption(tokenOption())
+  .addOption(tlsOption())
+  .requiredOption("--app <id>", "app id")
+  .option("--ip <address|cidr>", "only requests from this address or range, e.g. 203.0.113.9 or 10.0.0.0/8 (repeatable)", collect, [])
+  .option("--regex <re2>", "only requests whose combined line contains a match")
+  .option("--from <when>", "only requests since: a duration back (15m, 2h, 7d) or a date/time")
+  .option("--to <when>", "only requests before: a duration back or a date/time")
+  .option("--request-id <id>", "only this request id (repeatable)", collect, [])
+  .option("--all", "with no other filter: every request of the app", false)
+  .option("--dry-run", "count what would be deleted, delete nothing", false)
+  .action(async (opts: DeleteOptions) => {
+    await deleteCommand(opts);
   });
 
 /** A command that reads access logs into an app (import, ship): where records go and how lines are read. */

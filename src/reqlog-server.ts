@@ -37,6 +37,11 @@ export interface ReqlogServerOptions {
   credentials?: GrpcServerOptions["credentials"];
   /** TLS files for the HTTP port (the same as the gRPC port's). */
   tls?: TlsFiles;
+  /**
+   * Why every call needs a token even while none is active (the server
+   * listens beyond loopback): it then never serves calls without one.
+   */
+  tokensRequired?: string;
   /** The rate limiter's clock (ms), for tests. */
   monotonicNow?: () => number;
   /** Which resource attributes name the app, version and module of OTLP log records. */
@@ -75,15 +80,22 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
   const store = metrics ? metrics.instrument(backend.store) : backend.store;
   // The request metrics count what the store commits; the backend outlives the server (it is closed after).
   const serving = new AbortController();
-  if (metrics) backend.store.observeWrites(metrics.writes, serving.signal);
-  const auth = createAuthorizer(backend.tokens, { callsPerSecond: limits.rateLimit, now: options.monotonicNow });
+  if (metrics?.writes) backend.store.observeWrites(metrics.writes, serving.signal);
+  const auth = createAuthorizer(backend.tokens, {
+    callsPerSecond: limits.rateLimit,
+    now: options.monotonicNow,
+    tokensRequired: options.tokensRequired,
+    warn: (message) => logger.warn(message),
+  });
   const prepareWorkers = options.prepareWorkers ?? 0;
   const privacyOptions = options.privacy ?? defaultPrivacyOptions;
   const privacy = createPrivacy(privacyOptions);
   const prepare = prepareWorkers > 0 ? createPreparePool(prepareWorkers, limits, privacyOptions) : undefined;
   const alerts: AlertmanagerAlerts | undefined =
     options.alertmanager && createAlertmanagerAlerts({ ...options.alertmanager, logger });
-  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare, alerts });
+  const service = createLogService({ store, statuses: backend.statuses, limits, privacy, auth, otlp: options.otlp, prepare, alerts,
+    audit: (message, fields) => logger.info(fields, message),
+  });
   tails = service.tails.open;
   const observer = metrics?.observer ?? noObserver;
   const grpc = await startServer(service, {

@@ -1,25 +1,8 @@
 import { type Alert, AlertState } from "../gen/reqlog/v1/log_service_pb.js";
-import { h } from "./dom.js";
+import { fill, h } from "./dom.js";
+import { alertRequestsPatch } from "./alert-periods.js";
 import { formatHour } from "./format.js";
-import { routeRegex } from "./route-regex.js";
 import type { ViewContext } from "./view-context.js";
-import type { ViewState } from "./view-state.js";
-
-/** A span an alert fired over, in seconds since the epoch, for a chart to mark. */
-export interface AlertSpan {
-  from: number;
-  to: number;
-  name: string;
-}
-
-/** Where alerts are drawn on charts: from their start to their end, or to now while they fire. */
-export function alertSpans(alerts: readonly Alert[], nowSeconds: number): AlertSpan[] {
-  return alerts.map((a) => ({
-    from: Number(a.startTime),
-    to: a.state === AlertState.RESOLVED && a.endTime !== 0n ? Number(a.endTime) : nowSeconds,
-    name: a.name,
-  }));
-}
 
 const stateNames: Record<AlertState, string> = {
   [AlertState.UNSPECIFIED]: "unknown",
@@ -27,28 +10,6 @@ const stateNames: Record<AlertState, string> = {
   [AlertState.SUPPRESSED]: "silenced",
   [AlertState.RESOLVED]: "resolved",
 };
-
-/** A minute either side of an alert's period: the requests that made it, and those just before. */
-const margin = 60;
-
-/**
- * The Requests view of an alert: its route's requests (when the alert is
- * about a route) over its period, from a minute before it started to a
- * minute after it ended (or now).
- */
-export function alertRequestsPatch(alert: Alert, nowSeconds: number): Partial<ViewState> {
-  const end = alert.state === AlertState.RESOLVED && alert.endTime !== 0n ? Number(alert.endTime) : nowSeconds;
-  const regex = alert.route === "" ? undefined : routeRegex(alert.route);
-  return {
-    view: "requests",
-    range: "custom",
-    from: Number(alert.startTime) - margin,
-    to: end + margin,
-    regex: regex ?? "",
-    offset: "",
-    request: "",
-  };
-}
 
 function duration(seconds: number): string {
   if (seconds < 90) return `${Math.max(0, Math.round(seconds))} s`;
@@ -77,8 +38,9 @@ function alertRow(ctx: ViewContext, alert: Alert, nowSeconds: number): HTMLEleme
       alert.route !== "" && h("code", { class: "alert-route" }, alert.route),
       h("span", { class: "dim" }, when),
     ),
-    alert.summary !== "" && h("p", { class: "alert-summary" }, alert.summary),
-    alert.runbook !== "" && h("p", { class: "alert-runbook" }, h("span", { class: "dim" }, "Runbook: "), alert.runbook),
+    // A resolved alert keeps one line: what fired, where and when, and its requests.
+    alert.state !== AlertState.RESOLVED && alert.summary !== "" && h("p", { class: "alert-summary" }, alert.summary),
+    alert.state !== AlertState.RESOLVED && alert.runbook !== "" && h("p", { class: "alert-runbook" }, h("span", { class: "dim" }, "Runbook: "), alert.runbook),
     h(
       "p",
       { class: "alert-links" },
@@ -106,10 +68,16 @@ function alertRow(ctx: ViewContext, alert: Alert, nowSeconds: number): HTMLEleme
   );
 }
 
-/** The alerts card: firing (and silenced) alerts first, then those resolved in the range. */
+/** Resolved alerts listed before the rest are summed up in one line. */
+const maxResolvedShown = 5;
+
+/** The alerts card: firing (and silenced) alerts first, then those resolved in the range, the latest few. */
 export function renderAlerts(panel: HTMLElement, ctx: ViewContext, alerts: readonly Alert[], nowSeconds: number): void {
   const firing = alerts.filter((a) => a.state !== AlertState.RESOLVED).length;
-  panel.replaceChildren(
+  const shown = alerts.slice(0, firing + maxResolvedShown);
+  const more = alerts.length - shown.length;
+  fill(
+    panel,
     h(
       "div",
       { class: "card-head" },
@@ -118,6 +86,7 @@ export function renderAlerts(panel: HTMLElement, ctx: ViewContext, alerts: reado
     ),
     alerts.length === 0
       ? h("p", { class: "note empty" }, "No alert fired for this app in this range.")
-      : h("ul", { class: "alert-list" }, ...alerts.map((a) => alertRow(ctx, a, nowSeconds))),
+      : h("ul", { class: "alert-list" }, ...shown.map((a) => alertRow(ctx, a, nowSeconds))),
+    more > 0 && h("p", { class: "note dim", "data-testid": "alerts-more" }, `and ${more} more resolved in this range (the charts mark them all)`),
   );
 }

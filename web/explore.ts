@@ -64,13 +64,14 @@ function pointer(query: string, message: string): HTMLElement | null {
 }
 
 /**
- * The chart of a time series: rows with a `_time` column (stats by
- * (_time:1h …)) and numbers. One line per number column; with another group
+ * The chart of a time series: rows grouped by `_time` (stats by
+ * (_time:1h …)) with numbers. One line per number column; with another group
  * column too (stats by (_time:1h, status)), one line per value of it for the
- * first number column.
+ * first number column. Requests listed with their `_time` (`| fields _time,
+ * latency, resource`) are not one: each resource would be a line of a dot.
  */
 function timeSeries(answer: Answer): { x: number[]; series: { label: string; values: (number | null)[] }[] } | undefined {
-  const t = answer.columns.findIndex((c) => c.name === "_time" && c.type === "time");
+  const t = answer.columns.findIndex((c) => c.name === "_time" && c.type === "time" && c.group);
   const values = answer.columns.flatMap((c, i) => (numeric(c) && !c.group && i !== t ? [i] : []));
   if (t < 0 || values.length === 0 || answer.rows.length < 2) return undefined;
   const keys = answer.columns.flatMap((_, i) => (i !== t && !values.includes(i) ? [i] : []));

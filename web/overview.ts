@@ -1,6 +1,7 @@
 import { type StatsResponse, StatsSplit } from "../gen/reqlog/v1/log_service_pb.js";
 import { type Api, Code, describeError, isCancel } from "./api.js";
-import { type AlertSpan, alertSpans, renderAlerts } from "./alerts.js";
+import { type AlertSpan, alertSpans } from "./alert-periods.js";
+import { renderAlerts } from "./alerts.js";
 import { type ChartSpec, palette, renderChart } from "./charts.js";
 import { emptyNote, fill, h, loadingNote, problemNote, setState } from "./dom.js";
 import { moduleVersions } from "./filters.js";

@@ -5,7 +5,8 @@ import type { TokenInfo, TokenStore } from "../store/store.js";
 /** Who is calling: a token, or anyone while no token is configured (loopback only). */
 export type Principal = { kind: "token"; token: TokenInfo } | { kind: "open" };
 
-export type Access = "read" | "write";
+/** What a method needs: read:logs, write:logs, or admin (which holds both, and Delete). */
+export type Access = "read" | "write" | "admin";
 
 export interface Authorizer {
   /** Checks the bearer token of a call (and its rate); UNAUTHENTICATED or RESOURCE_EXHAUSTED when it fails. */
@@ -20,6 +21,14 @@ export interface AuthorizerOptions {
   /** Calls per second one token may make (0: no limit). */
   callsPerSecond: number;
   now?: () => number;
+  /**
+   * Why every call needs a token even while none is active (e.g. "it listens
+   * on 0.0.0.0:50051, not loopback"): a server that needed a token to start
+   * keeps refusing calls when the last one is revoked, instead of opening up.
+   */
+  tokensRequired?: string;
+  /** Told once each time the last active token is found gone while tokens are required. */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -50,11 +59,26 @@ export function createAuthorizer(tokens: Pick<TokenStore, "find" | "anyActive">,
     bucket.level -= 1;
   }
 
+  // Whether the last call found no active token while tokens are required (warned once per time it happens).
+  let noneLeft = false;
+
+  /** No token is active: open (loopback, or the operator's explicit opt-out), or refused when tokens are required. */
+  function withoutTokens(): Principal {
+    if (options.tokensRequired === undefined) return { kind: "open" };
+    const message =
+      `no access token is active and this server needs one (${options.tokensRequired}): ` +
+      "it refuses every call until a token is created (reqlog token create --scope …)";
+    if (!noneLeft) options.warn?.(message);
+    noneLeft = true;
+    throw ReqlogError.unauthenticated(message);
+  }
+
   return {
     async authenticate(metadata) {
       const values = metadata.get("authorization");
       if (values.length === 0) {
-        if (!(await tokens.anyActive())) return { kind: "open" };
+        if (!(await tokens.anyActive())) return withoutTokens();
+        noneLeft = false;
         throw ReqlogError.unauthenticated("missing access token: send call metadata authorization: Bearer <token>");
       }
       const match = /^Bearer\s+(\S+)\s*$/i.exec(String(values[0]));
@@ -70,8 +94,8 @@ export function createAuthorizer(tokens: Pick<TokenStore, "find" | "anyActive">,
     authorize(principal, access, apps) {
       if (principal.kind === "open") return;
       const { scopes, apps: allowed } = principal.token;
-      if (!scopes.includes("admin") && !scopes.includes(`${access}:logs`)) {
-        throw ReqlogError.permissionDenied(`this token lacks the ${access}:logs scope`);
+      if (!scopes.includes("admin") && (access === "admin" || !scopes.includes(`${access}:logs`))) {
+        throw ReqlogError.permissionDenied(`this token lacks the ${access === "admin" ? "admin" : `${access}:logs`} scope`);
       }
       if (allowed) {
         for (const app of apps) {

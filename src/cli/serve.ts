@@ -28,7 +28,10 @@ export async function serve(config: ServeConfig): Promise<void> {
       "SERVING WITHOUT AUTHENTICATION on a non-loopback address: anyone who can connect can read and write all logs",
     );
   }
+  // Reached only with a token, or with the opt-out: a remote server without the opt-out needs tokens for good.
+  const tokensRequired = remote !== undefined && !config.allowRemoteWithoutAuth ? `it listens on ${remote}, not loopback` : undefined;
   const server = await startReqlogServer(backend, {
+    tokensRequired,
     listen: config.listen,
     httpListen: config.httpListen,
     metrics: config.metrics,

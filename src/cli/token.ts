@@ -56,6 +56,11 @@ export function listTokensCommand(options: StoreChoice): Promise<string> {
 export function revokeTokenCommand(options: StoreChoice, id: number): Promise<string> {
   return withTokens(options, async (tokens) => {
     if (!(await tokens.revoke(id))) throw new Error(`no active token with id ${id}`);
-    return `revoked token ${id}`;
+    if (await tokens.anyActive()) return `revoked token ${id}`;
+    return [
+      `revoked token ${id}: it was the last active token.`,
+      "A server listening on a non-loopback address now refuses every call until a token is created;",
+      "one listening on loopback only now serves anyone who can connect to it.",
+    ].join("\n");
   });
 }

@@ -18,6 +18,8 @@ export interface MetricSources {
 
 /** The metrics of the apps' requests (request-metrics.ts) and the log-based ones (log-metrics.ts). */
 export interface AppMetricsOptions {
+  /** Count the apps' requests as OpenTelemetry's HTTP server metrics (default true; --no-request-metrics). */
+  requests?: boolean;
   /** Most series of one app, per metric family, with a route of their own (--metrics-max-series-per-app). */
   maxSeriesPerApp: number;
   /** Only these apps have request metrics (undefined: every app). */
@@ -46,8 +48,8 @@ export interface ReqlogMetrics {
   registry: Registry;
   /** Every metric in Prometheus's text format: what /metrics serves. */
   scrape(): Promise<string>;
-  /** Counts what the store commits: the request metrics and the log-based metrics. */
-  writes: WriteObserver;
+  /** Counts what the store commits: the request metrics and the log-based metrics (undefined: neither is on). */
+  writes: WriteObserver | undefined;
   /** Counts calls on every transport (grpc_server_* as go-grpc-prometheus names them, labelled by transport). */
   observer: CallObserver;
   /** The store, counting the records and lines written and the records read. */
@@ -143,6 +145,7 @@ export function createMetrics(
     registers: [registry],
   });
   const maxAgeMs = apps.maxAgeMs ?? 0;
+  const countsRequests = apps.requests !== false;
   const now = apps.now ?? Date.now;
   /** The requests that ended within maxAgeMs of now (most do: filtered without a copy when all do). */
   const recentRequests = (finished: readonly FinishedRequest[]): readonly FinishedRequest[] => {
@@ -175,16 +178,19 @@ export function createMetrics(
   return {
     registry,
     async scrape() {
-      return (await registry.metrics()) + requests.text() + logMetrics.text();
+      return (await registry.metrics()) + (countsRequests ? requests.text() : "") + logMetrics.text();
     },
-    writes: {
-      finished(finished) {
-        const recent = maxAgeMs > 0 ? recentRequests(finished) : finished;
-        requests.count(recent);
-        logMetrics.count(recent);
-      },
-      ...(logMetrics.countsLines ? { lines: (lines) => logMetrics.countLines(maxAgeMs > 0 ? recentLines(lines) : lines) } : {}),
-    },
+    writes:
+      countsRequests || (apps.logMetrics ?? []).length > 0
+        ? {
+            finished(finished) {
+              const recent = maxAgeMs > 0 ? recentRequests(finished) : finished;
+              if (countsRequests) requests.count(recent);
+              logMetrics.count(recent);
+            },
+            ...(logMetrics.countsLines ? { lines: (lines: readonly NewLines[]) => logMetrics.countLines(maxAgeMs > 0 ? recentLines(lines) : lines) } : {}),
+          }
+        : undefined,
     observer: {
       start(service, method, kind, transport) {
         const labels = { grpc_service: service, grpc_method: method, grpc_type: kind, transport };

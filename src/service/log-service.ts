@@ -4,6 +4,7 @@ import type { Access, Authorizer } from "../auth/authorizer.js";
 import type { Limits } from "../limits.js";
 import type { BidiStreamHandler, ServerStreamHandler, UnaryHandler } from "./call-context.js";
 import { createAlertsHandler } from "./alerts.js";
+import { createDeleteHandler } from "./delete.js";
 import { createFlushHandler } from "./flush.js";
 import { createIngestHandler } from "./ingest.js";
 import { createListStatusHandler } from "./list-status.js";
@@ -58,6 +59,7 @@ export const methodAccess: Record<MethodName, Access> = {
   stats: "read",
   query: "read",
   alerts: "read",
+  delete: "admin",
 };
 
 /** OTLP's LogsService (opentelemetry.proto.collector.logs.v1), served beside the LogService. */
@@ -99,6 +101,7 @@ export function createLogService(serviceDeps: ServiceDeps): LogServiceCore {
       tail: tails.follow,
       ingest: createIngestHandler(deps),
       stats: createStatsHandler(deps),
+      delete: createDeleteHandler(deps),
       query: createQueryHandler(deps),
       alerts: createAlertsHandler(deps),
     },

@@ -20,6 +20,11 @@ export interface ServiceDeps {
   otlp?: OtlpMapping;
   /** Decodes and validates Write and Ingest requests off the main thread, when given (prepare-pool.ts). */
   prepare?: PreparePool;
+  /**
+   * The audit log: what a Delete did (who, the filter, how many; never the
+   * deleted content), as the server's log at info.
+   */
+  audit: (message: string, fields: Record<string, unknown>) => void;
   /** Where the Alerts RPC reads an app's alerts (serve --alertmanager-url); without it Alerts is UNIMPLEMENTED. */
   alerts?: AlertSource;
   /** What relative query times (`_time:1h`) count back from; the system clock unless a test sets it. */

@@ -1,5 +1,6 @@
 import type { InstanceStatus, RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, InstanceKey, PreparedRecord, RequestContext, RequestLines } from "../domain/records.js";
+import type { DeletePlan } from "../query/delete-plan.js";
 import type { ReadPlan } from "../query/read-plan.js";
 import type { UsagePlan } from "../query/usage-plan.js";
 import type { StatsPlan } from "../query/stats-plan.js";
@@ -81,6 +82,16 @@ export interface Store {
    * `signal` aborts; resolves once the listener is in place.
    */
   subscribe(listener: () => void, signal: AbortSignal): Promise<void>;
+  /**
+   * Erases the plan's requests with their app lines (or, with dryRun, counts
+   * them): they leave Read, Tail, Usage and Stats as each part commits (the
+   * rollups stay exact), and their text leaves the backend's files (the
+   * backend says how soon). Large deletes go in parts, each its own
+   * transaction, so writes go on meanwhile; `onDeleted` hears each part's
+   * count (what a cancelled Delete erased before it stopped). Resolves with
+   * how many went.
+   */
+  delete(plan: DeletePlan, signal: AbortSignal, onDeleted?: (count: number) => void): Promise<number>;
   /** The backend's own secret key for authenticating Read offsets (the same across restarts). */
   offsetKey(signal: AbortSignal): Promise<Uint8Array>;
   /**

@@ -1,20 +1,5 @@
-import { isIPv4, isIPv6 } from "node:net";
-
-/** The eight 16-bit groups of an IPv6 address (a dotted IPv4 tail as two groups); undefined when it is not one. */
-function ipv6Groups(text: string): number[] | undefined {
-  if (!isIPv6(text)) return undefined;
-  let address = text.replace(/%.*$/, "");
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(address);
-  if (dotted) {
-    const [a, b, c, d] = dotted[1]!.split(".").map(Number) as [number, number, number, number];
-    address = `${address.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = address.split("::") as [string, string | undefined];
-  const parse = (part: string) => (part === "" ? [] : part.split(":").map((g) => parseInt(g, 16)));
-  const left = parse(head);
-  const right = tail === undefined ? [] : parse(tail);
-  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
-}
+import { isIPv4 } from "node:net";
+import { isMappedIpv4, ipv6Groups } from "../domain/ip-range.js";
 
 /** The shortest form of eight groups (RFC 5952: the longest run of two or more zero groups as "::"). */
 function formatIpv6(groups: number[]): string {
@@ -46,7 +31,7 @@ export function anonymizeIp(ip: string): string {
   if (isIPv4(ip)) return ip.slice(0, ip.lastIndexOf(".")) + ".0";
   const groups = ipv6Groups(ip);
   if (groups === undefined) return ip;
-  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+  if (isMappedIpv4(groups)) {
     return `::ffff:${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.0`;
   }
   return formatIpv6([...groups.slice(0, 3), 0, 0, 0, 0, 0]);

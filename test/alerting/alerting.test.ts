@@ -140,6 +140,12 @@ describe("alerting with Prometheus, Alertmanager and the dashboard", () => {
       const url = new URL(page.url());
       expect(url.searchParams.get("view")).toBe("requests");
       expect(url.searchParams.get("regex")).toBe('"[A-Z]+ /api/v1/teams/[^/?" ]+[?" ]');
+      // ...from a minute before the alert started (after the burst began, before the webhook heard of it) to a minute past now.
+      const from = Date.parse(url.searchParams.get("from")!) / 1000;
+      const to = Date.parse(url.searchParams.get("to")!) / 1000;
+      expect(from).toBeGreaterThan(burst / 1000 - 61);
+      expect(from).toBeLessThan(fired.receivedAt / 1000 - 59);
+      expect(to).toBeGreaterThan(fired.receivedAt / 1000 + 59);
       const resources = await page.locator('[data-testid="request-list"] tr.request td.resource').allTextContents();
       expect(resources.length).toBeGreaterThan(0);
       expect(resources.every((r) => /^\/api\/v1\/teams\/\d+$/.test(r))).toBe(true);

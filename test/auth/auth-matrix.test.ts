@@ -46,6 +46,21 @@ async function tail(headers: CallHeaders): Promise<void> {
   }
 }
 
+/**
+ * Alerts counts as answered once it passes the token checks: this server has
+ * no Alertmanager, so an allowed call ends at the handler's UNIMPLEMENTED.
+ */
+async function alerts(headers: CallHeaders): Promise<void> {
+  try {
+    await ts.client.alerts({ appId: "forge" }, { headers });
+  } catch (err) {
+    if (failureOf(err).code !== Code.UNIMPLEMENTED) throw err;
+    expect(failureOf(err).details).toBe("this server shows no alerts: it was started without --alertmanager-url");
+    return;
+  }
+  throw new Error("Alerts answered on a server without --alertmanager-url");
+}
+
 /** Ingest counts as answered once its one batch is acknowledged. */
 async function ingest(headers: CallHeaders): Promise<void> {
   async function* batches() {
@@ -67,6 +82,7 @@ const rpcs: Record<string, { access: "read" | "write"; call: Call }> = {
   Stats: { access: "read", call: (headers) => ts.client.stats({ appId: "forge" }, { headers }) },
   Tail: { access: "read", call: tail },
   Query: { access: "read", call: (headers) => readQueryAnswer(ts.client.query({ appId: "forge", query: "* | stats count()" }, { headers })) },
+  Alerts: { access: "read", call: alerts },
 };
 
 const as = (name: string): CallHeaders => bearer(token[name]!).headers;

@@ -19,14 +19,14 @@ const targets: [string, () => Promise<Target>][] = [
   [
     "one ClickHouse server",
     async () => {
-      const server = await startClickHouse({ name: "reqlog-serve-clickhouse-", inMemory: true });
+      const server = await startClickHouse({ name: "reqlog-serve-clickhouse-" });
       return { url: server.url, clusterFlags: [], stop: () => server.stop() };
     },
   ],
   [
     "a cluster of two shards (--clickhouse-cluster)",
     async () => {
-      const cluster = await startClickHouseCluster({ inMemory: true });
+      const cluster = await startClickHouseCluster();
       return { url: cluster.servers[0]!.url, clusterFlags: ["--clickhouse-cluster", cluster.name], stop: () => cluster.stop() };
     },
   ],

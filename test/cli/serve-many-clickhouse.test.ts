@@ -13,7 +13,7 @@ vi.setConfig({ hookTimeout: 600_000, testTimeout: 240_000 });
 
 let clickhouse: ClickHouseServer;
 beforeAll(async () => {
-  clickhouse = await startClickHouse({ name: "reqlog-serve-many-", inMemory: true });
+  clickhouse = await startClickHouse({ name: "reqlog-serve-many-" });
 });
 afterAll(async () => {
   await clickhouse?.stop();

@@ -2,8 +2,13 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
 import { afterAll, describe, expect, it } from "vitest";
-import { mainScript } from "../../bench/harness/child-server.js";
+import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { mainScript, startChildServer } from "../../bench/harness/child-server.js";
+import { packageRoot } from "../../src/package-root.js";
+import { minimalLog, rid } from "../helpers/fixtures.js";
+import { createTestClient } from "../helpers/test-client.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reqlog-cli-metrics-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -41,6 +46,61 @@ describe("reqlog serve's metrics and alerting flags", () => {
       const result = serve(args);
       expect(result.status, args.join(" ")).not.toBe(0);
       expect(result.stderr).toContain(message);
+    }
+  });
+});
+
+describe("reqlog serve with the example --log-metrics file", () => {
+  it("counts the example's metrics from what is written, and no request metrics for a skipped app", async () => {
+    const server = await startChildServer([
+      "--listen", "127.0.0.1:0", "--db", join(dir, "log-metrics.db"),
+      "--log-metrics", join(packageRoot(), "docs", "alerts", "log-metrics.json"),
+      "--request-metrics-skip-apps", "ci",
+    ]);
+    const client = createTestClient({ server: server.address });
+    try {
+      const now = BigInt(Date.now()) * 1000n;
+      const raw = (id: string, status: number, versionId = "v1") =>
+        minimalLog({ requestId: rid(id), versionId, endTime: now, status, resource: `/api/v1/repos/alice/app/actions/artifacts/7/zip/raw?sig=${id}` });
+      const line = (level: number, message: string) => create(LogLineSchema, { time: now, level, logMessage: message });
+      const logs = [
+        raw("a", 401),
+        raw("b", 401, "v2"),
+        raw("c", 200),
+        minimalLog({ requestId: rid("d"), endTime: now, status: 502, resource: "/api/v1/teams/3", line: [line(3, "cannot reach object storage")] }),
+        minimalLog({ appId: "ci", requestId: rid("e"), endTime: now, status: 401 }),
+      ];
+      await client.write({ log: logs });
+      await client.write({ log: logs }); // sent again: counted once
+      const text = await (await fetch(`http://${server.httpAddress}/metrics`)).text();
+      const samples = text.split("\n").filter((l) => /^forge_/.test(l));
+      expect(samples).toEqual([
+        'forge_signed_url_rejections_total{app="forge",version="v1"} 1',
+        'forge_signed_url_rejections_total{app="forge",version="v2"} 1',
+        'forge_requests_with_errors_total{app="forge",http_route="/api/v1/teams/{id}",status_class="5xx"} 1',
+        'forge_storage_error_lines_total{app="forge",version="v1",level="ERROR"} 1',
+      ]);
+      expect(text).toContain('http_server_request_duration_seconds_count{app="forge",');
+      expect(text).not.toContain('http_server_request_duration_seconds_count{app="ci",');
+    } finally {
+      client.close();
+      await server.stop();
+    }
+  });
+});
+
+describe("reqlog serve --no-request-metrics", () => {
+  it("leaves the apps' requests out of /metrics and keeps reqlog's own metrics", async () => {
+    const server = await startChildServer(["--listen", "127.0.0.1:0", "--db", join(dir, "no-request-metrics.db"), "--no-request-metrics"]);
+    const client = createTestClient({ server: server.address });
+    try {
+      await client.write({ log: [minimalLog({ requestId: rid("a"), endTime: BigInt(Date.now()) * 1000n, status: 200 })] });
+      const text = await (await fetch(`http://${server.httpAddress}/metrics`)).text();
+      expect(text).toContain("reqlog_records_written_total 1\n");
+      expect(text).not.toContain("http_server_request_duration_seconds");
+    } finally {
+      client.close();
+      await server.stop();
     }
   });
 });

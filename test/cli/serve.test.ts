@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import { afterAll, describe, expect, it } from "vitest";
 import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { mainScript, runCli, startChildServer } from "../../bench/harness/child-server.js";
-import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs } from "../../src/limits.js";
+import { defaultLimits, type LimitName, limitEnv, limitFlag, limitNames, limitSpecs } from "../../src/limits.js";
 import { Code } from "../../src/reqlog-error.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { callError, createTestClient, failureOf, type TestClient } from "../helpers/test-client.js";
@@ -153,6 +153,14 @@ const probes: Record<LimitName, Probe> = {
       expect(page.log).toEqual([]);
       expect(page.offset).toBeDefined();
       expect(page.lastEndTime).toBe(t0 + 14n);
+      // A query the scan budget stops answers from the newest rows it examined, and says so rather than cutting silently.
+      const answer = await readQueryAnswer(client.query({ appId: "forge", query: "* | fields request_id" }));
+      const scanned = Number(answer.summary?.scanned);
+      expect(answer.summary?.partial).toBe(
+        `partial: scanned ${scanned} of 20 requests (read-scan-rows=5, read-scan-ms=${defaultLimits.readScanMs}): narrow _time for a whole answer`,
+      );
+      expect(scanned).toBeLessThan(20);
+      expect(answer.rows.slice(0, 5)).toEqual([["r19"], ["r18"], ["r17"], ["r16"], ["r15"]]);
     },
   },
   readScanMs: {

@@ -19,7 +19,6 @@ export interface ClickHouseCluster {
 
 export interface ClickHouseClusterOptions {
   shards?: number;
-  inMemory?: boolean;
   keep?: boolean;
 }
 
@@ -43,7 +42,6 @@ export async function startClickHouseCluster(options: ClickHouseClusterOptions =
         await startClickHouse({
           name: `reqlog-cluster-shard${i + 1}-`,
           ports: p,
-          inMemory: options.inMemory,
           keep: options.keep,
           extraConfig: `
   <remote_servers><${name}>${remoteServers}</${name}></remote_servers>

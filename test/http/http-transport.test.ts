@@ -73,8 +73,10 @@ describe("the HTTP port", () => {
       expect(overHttp.rows).toHaveLength(1200);
       expect(overHttp.rows[0]).toEqual(["q1199", 500]);
       expect(overHttp.columns).toEqual([{ name: "request_id", type: "bytes" }, { name: "status", type: "int" }]);
-      const refused = await callError(readQueryAnswer(c.query({ appId: "forge", query: "status:>=500 | stats by (rout) count()" })));
-      expect(refused).toMatchObject({ code: Code.INVALID_ARGUMENT, details: "line 1, column 26: unknown field 'rout' (did you mean 'route'?)" });
+      const bad = { appId: "forge", query: "status:>=500 | stats by (rout) count()" };
+      const refused = { code: Code.INVALID_ARGUMENT, details: "line 1, column 26: unknown field 'rout' (did you mean 'route'?)" };
+      expect(await callError(readQueryAnswer(c.query(bad)))).toMatchObject(refused);
+      expect(await callError(readQueryAnswer(ts.client.query(bad)))).toMatchObject(refused);
     });
 
     it(`streams Tail over ${transport}: records written while it follows, once each and in order`, async () => {

@@ -100,7 +100,7 @@ describe("the metrics of a server (createMetrics)", () => {
     const nowMs = 1_795_000_000_000;
     const metrics = createMetrics({ openTails: () => 0 }, { maxSeriesPerApp: 100, maxAgeMs: 3_600_000, now: () => nowMs });
     const ended = (msAgo: number) => finished({ startTime: BigInt(nowMs - msAgo) * 1000n, endTime: BigInt(nowMs - msAgo) * 1000n });
-    metrics.writes.finished([ended(1000), ended(3_599_000), ended(3_601_000), ended(86_400_000)]);
+    metrics.writes!.finished([ended(1000), ended(3_599_000), ended(3_601_000), ended(86_400_000)]);
     const text = await metrics.scrape();
     expect(sample(text, "http_server_request_duration_seconds_count", `${forge},http_route="/api/v1/repos/{owner}/{repo}",http_request_method="GET",http_response_status_code="200"`)).toBe(2);
     expect(sample(text, "reqlog_metrics_late_total", 'app="forge",kind="requests"')).toBe(2);

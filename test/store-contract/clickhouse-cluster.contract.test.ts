@@ -7,7 +7,7 @@ import { defaultLimits } from "../../src/limits.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseCluster, startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
 import { openAlternating } from "./alternating-backend.js";
-import { describeStoreContract, reopenable } from "./contract.js";
+import { clickhouseQueryRuns, describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse and ZooKeeper may first install them (apt-get): minutes on a fresh machine.
 // The paging property (100 runs of distributed inserts and reads) takes about a minute alone and
@@ -29,7 +29,7 @@ const rowsOf = async (server: number, query: string) => {
 // each test then starts from empty tables on both shards (TRUNCATE on each
 // server: distributed DDL takes ~0.1 s a statement, 40 of them per database).
 beforeAll(async () => {
-  cluster = await startClickHouseCluster({ inMemory: true });
+  cluster = await startClickHouseCluster();
   const backend = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name });
   await backend.close();
   localTables = (
@@ -100,11 +100,11 @@ describe("a ClickHouse cluster of two shards", () => {
 describeStoreContract("ClickHouse (two shards)", async (now) => {
   await emptyShards();
   return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now }));
-});
+}, clickhouseQueryRuns);
 
 describeStoreContract("ClickHouse (two shards, two servers)", async (now) => {
   await emptyShards();
   return reopenable(() =>
     openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now })),
   );
-});
+}, clickhouseQueryRuns);

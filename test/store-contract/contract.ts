@@ -51,6 +51,8 @@ import type {
   WriteObserver,
   WriteResult,
 } from "../../src/store/store.js";
+import { ipInRanges, parseIpRange } from "../../src/domain/ip-range.js";
+import type { DeletePlan } from "../../src/query/delete-plan.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { type StatsFacts, statsFactsOf } from "../../src/write/stats-facts.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
@@ -64,6 +66,14 @@ export interface OpenedBackend {
   reopen(): Promise<void>;
   /** Closes the backend and removes its storage. */
   cleanup(): Promise<void>;
+  /**
+   * A fault, where the backend's test file can inject one: from now on every
+   * write of this request id fails inside the store, at that record (after
+   * the records before it in its call are written), until the returned
+   * function lifts it. The rollup properties use it: a failed write in a
+   * group commit leaves nothing behind.
+   */
+  failWritesOf?(requestId: Uint8Array): () => void;
 }
 
 /**
@@ -80,12 +90,14 @@ export type OpenBackend = (now: () => bigint) => Promise<OpenedBackend>;
 export async function reopenable<B extends Backend>(
   open: () => B | Promise<B>,
   remove: () => void | Promise<void> = () => {},
+  failWritesOf?: (backend: B, requestId: Uint8Array) => () => void,
 ): Promise<OpenedBackend> {
   let backend = await open();
   return {
     get backend() {
       return backend;
     },
+    ...(failWritesOf ? { failWritesOf: (requestId: Uint8Array) => failWritesOf(backend, requestId) } : {}),
     async reopen() {
       await backend.close();
       backend = await open();
@@ -185,6 +197,8 @@ interface Harness {
   follow(plan: ReadPlan, from: ChangePosition, limit: number): Promise<{ batches: ChangesResult[]; records: RequestLog[] }>;
   usage(init?: UsageInit, limits?: Partial<Limits>): Promise<UsageResult>;
   reopen(): Promise<void>;
+  /** The backend's fault injection, when its test file gives one (OpenedBackend.failWritesOf). */
+  readonly failWritesOf: OpenedBackend["failWritesOf"];
 }
 
 function useBackend(open: OpenBackend): Harness {
@@ -198,6 +212,9 @@ function useBackend(open: OpenBackend): Harness {
     },
     get store() {
       return opened!.backend.store;
+    },
+    get failWritesOf() {
+      return opened!.failWritesOf;
     },
     now: t0,
     write: (...logs) => h.store.write(prepare(...logs), signal),
@@ -282,6 +299,13 @@ async function writeSix(h: Harness): Promise<void> {
 }
 
 /**
+ * Random query rounds for a ClickHouse backend: a round costs about 0.3 s
+ * there (its writes and queries are HTTP calls) against a few ms on SQLite,
+ * and four ClickHouse variants run the contract.
+ */
+export const clickhouseQueryRuns = 20;
+
+/**
  * The whole contract for a backend; `queryRuns` is how many random rounds of
  * queries it checks (each writes traffic of its own app and asks a few).
  */
@@ -301,6 +325,85 @@ export function describeStoreContract(name: string, open: OpenBackend, queryRuns
     describeStats(h);
     describeQueries(h, queryRuns);
     describeWriteObservers(h);
+    describeDelete(h);
+  });
+}
+
+/** The request ids of what a Read of app forge returns (in progress too), newest first. */
+async function readIds(h: Harness, init: ReadInit = {}): Promise<string[]> {
+  const pages = await h.walk({ includeIncomplete: true, count: 1000n, ...init });
+  return pages.flatMap((p) => p.records.map((r) => new TextDecoder().decode(r.log.requestId)));
+}
+
+function describeDelete(h: Harness): void {
+  describe("delete", () => {
+    const erase = (plan: Omit<DeletePlan, "appId" | "dryRun">, dryRun = false) =>
+      h.store.delete({ appId: "forge", dryRun, ...plan }, signal);
+    /** Requests from three addresses (one IPv6), a line each, ending t0 + 10 … t0 + 60. */
+    async function seedClients(): Promise<void> {
+      const ips = ["203.0.113.9", "203.0.113.200", "2001:db8::7", "198.51.100.1", "203.0.113.9", "::ffff:203.0.113.10"];
+      await h.write(
+        ...ips.map((ip, i) =>
+          minimalLog({
+            requestId: rid(`c${i}`),
+            ip,
+            endTime: t0 + BigInt(i + 1) * 10n,
+            resource: `/api/v1/teams/${i}?token=t${i}`,
+            line: [logLine(t0, 1, `line of c${i}`)],
+          }),
+        ),
+      );
+    }
+
+    it("erases the requests of an address or a range (IPv4, IPv6, mapped), with their lines, and says how many", async () => {
+      await seedClients();
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] }, true)).toBe(2);
+      expect(await readIds(h)).toHaveLength(6); // a dry run erases nothing
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5", "c3", "c2", "c1"]);
+      expect(await erase({ ips: [parseIpRange("203.0.113.0/24")!, parseIpRange("2001:db8::/32")!] })).toBe(3);
+      expect(await readIds(h)).toEqual(["c3"]);
+      expect(await h.stored("c0", "c2", "c3")).toEqual([expect.objectContaining({ ip: "198.51.100.1" })]);
+      expect(await erase({ ips: [parseIpRange("203.0.113.9")!] })).toBe(0);
+    });
+
+    it("erases by id, by sort time window and by a regex on the combined line, the filters ANDed", async () => {
+      await seedClients();
+      await h.write(minimalLog({ appId: "other", requestId: rid("c1"), endTime: t0 + 20n }));
+      expect(await erase({ requestIds: [rid("c1"), rid("c2"), rid("nope")], startTime: t0 + 30n })).toBe(1);
+      expect(await readIds(h)).toEqual(["c5", "c4", "c3", "c1", "c0"]);
+      expect(await erase({ startTime: t0 + 40n, endTime: t0 + 60n })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5", "c1", "c0"]);
+      expect(await erase({ combinedRegex: "teams/[01]\\?token" })).toBe(2);
+      expect(await readIds(h)).toEqual(["c5"]);
+      // Another app's request of the same id is not the forge's.
+      expect(await h.store.getRequests("other", [rid("c1")], signal)).toHaveLength(1);
+    });
+
+    it("erases a request in progress and one whose lines came alone; a request written again afterwards is new", async () => {
+      await h.write(minimalLog({ requestId: rid("p"), finished: false }));
+      await h.flush(requestOf("lonely"), logLine(t0, 2, "before its record"));
+      expect(await erase({ requestIds: [rid("p"), rid("lonely")] })).toBe(2);
+      expect(await readIds(h)).toEqual([]);
+      await h.flush(requestOf("lonely"), logLine(t0 + 1n, 1, "after"));
+      const [again] = await h.stored("lonely");
+      expect(again!.line.map((l) => l.logMessage)).toEqual(["after"]);
+    });
+
+    it("takes the erased requests out of Usage, Stats and Tail at once", async () => {
+      await seedClients();
+      const position = await h.store.changePosition(signal);
+      // c5's ::ffff:203.0.113.10 is an IPv4 address mapped into IPv6: in the range.
+      expect(await erase({ ips: [parseIpRange("203.0.113.0/24")!] })).toBe(4);
+      const usage = await h.usage({});
+      expect(usage.buckets.reduce((n, b) => n + b.requests, 0)).toBe(2);
+      expect(usage.buckets.reduce((n, b) => n + b.lines, 0)).toBe(2);
+      const stats = await h.store.stats(planStats(create(StatsRequestSchema, { appId: "forge", topN: 10 }), defaultLimits), signal);
+      expect(stats.clientIps.map((c) => c.name).sort()).toEqual(["198.51.100.1", "2001:db8::7"]);
+      const { records } = await h.follow(h.plan({ includeIncomplete: true }), position, 100);
+      expect(records).toEqual([]);
+      expect(await readIds(h)).toEqual(["c3", "c2"]);
+    });
   });
 }
 
@@ -733,7 +836,10 @@ function describePaging(h: Harness): void {
               expect(page.records.length).toBeLessThanOrEqual(count);
               if (page.next) expect(page.records.length).toBe(count); // no budget is hit at this size
               for (const op of between[pages - 1] ?? []) await model.apply(op);
-              for (const id of alwaysMatching) if (!model.matches(model.current(id)!, filter, false)) alwaysMatching.delete(id);
+              for (const id of alwaysMatching) {
+                const now = model.current(id);
+                if (!now || !model.matches(now, filter, false)) alwaysMatching.delete(id);
+              }
               if (!page.next || pages === 100) break;
               page = await h.store.read(h.after(page.next, init), signal);
               pages++;
@@ -784,8 +890,9 @@ const hostPatterns: [string, (host: string) => boolean][] = [["^dl\\.", (host) =
 
 /** Writes (few distinct end times: many ties) and flushes of fifteen requests. */
 const pagingOp = fc.oneof(
-  fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.boolean(), end: fc.nat(3), status: fc.nat(4), host: fc.nat(2) }),
-  fc.record({ kind: fc.constant("flush" as const), req: fc.nat(14), level: fc.nat(4) }),
+  { arbitrary: fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.boolean(), end: fc.nat(3), status: fc.nat(4), host: fc.nat(2) }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(14), level: fc.nat(4) }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant("delete" as const), req: fc.nat(14) }), weight: 1 },
 );
 type PagingOp = typeof pagingOp extends fc.Arbitrary<infer T> ? T : never;
 
@@ -821,6 +928,12 @@ function createPagingModel(h: Harness, app: string) {
       h.now += 10n;
       const id = `r${op.req}`;
       const existing = records.get(id);
+      if (op.kind === "delete") {
+        const deleted = await h.store.delete({ appId: app, requestIds: [rid(id)], dryRun: false }, signal);
+        expect(deleted).toBe(existing ? 1 : 0);
+        records.delete(id);
+        return;
+      }
       if (op.kind === "flush") {
         await h.flush(requestOf(id, { appId: app }), logLine(t0 + 5n, op.level, "m"));
         const m = existing ?? { id, version: "v1", finished: false, sortTime: h.now, status: 0, host: "", maxLevel: -1 };
@@ -1146,7 +1259,7 @@ function describeUsage(h: Harness): void {
     it("always equals a recount of what was written, after random writes, updates, flushes and deletions (property)", async () => {
       let run = 0;
       await fc.assert(
-        fc.asyncProperty(fc.array(usageOp, { minLength: 1, maxLength: 25 }), fc.nat(3), async (ops, resolution) => {
+        fc.asyncProperty(fc.array(usageOpsOf(h), { minLength: 1, maxLength: 25 }), fc.nat(3), async (ops, resolution) => {
           const model = createUsageModel(h, `usage-${run++}`);
           h.now = h0 + 10n * hourUs;
           for (const op of ops) await model.apply(op);
@@ -1170,6 +1283,18 @@ function describeUsage(h: Harness): void {
 
 const total = (xs: readonly { requests: number; bytes: number; lines: number }[]) =>
   xs.reduce((s, x) => ({ requests: s.requests + x.requests, bytes: s.bytes + x.bytes, lines: s.lines + x.lines }), { requests: 0, bytes: 0, lines: 0 });
+
+/** A Delete of some of a model's requests: those of these ids, sort times and client addresses (each optional). */
+const deleteOp = fc.record(
+  {
+    kind: fc.constant("delete" as const),
+    reqs: fc.uniqueArray(fc.nat(12), { minLength: 1, maxLength: 4 }),
+    window: fc.tuple(fc.nat(6), fc.nat(6)).map(([a, b]) => [Math.min(a, b), Math.max(a, b) + 1] as [number, number]),
+    ips: fc.subarray(["10.0.0.0/31", "2001:db8::/32", "10.0.0.2", "192.0.2.1"], { minLength: 1 }),
+  },
+  { requiredKeys: ["kind"] },
+);
+type DeleteOp = typeof deleteOp extends fc.Arbitrary<infer T> ? T : never;
 
 /** One record written, with its lines. */
 const usageWrite = fc
@@ -1197,8 +1322,56 @@ const usageOp = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(12), lines: fc.integer({ min: 1, max: 3 }), text: fc.nat(200) }), weight: 3 },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(12).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
+  { arbitrary: deleteOp.filter((d) => d.ips === undefined), weight: 1 },
 );
-type UsageOp = typeof usageOp extends fc.Arbitrary<infer T> ? T : never;
+type UsageOp = (typeof usageOp extends fc.Arbitrary<infer T> ? T : never) | FailingOp<UsageWrite>;
+/** The usage ops a backend is asked: with failing writes where it can inject a fault. */
+const usageOpsOf = (h: Harness): fc.Arbitrary<UsageOp> =>
+  h.failWritesOf ? fc.oneof({ arbitrary: usageOp, weight: 6 }, { arbitrary: failingOp(usageWrite), weight: 1 }) : usageOp;
+
+/**
+ * Calls at once, in one group commit where the backend has one: `writes`
+ * (one call each, of different requests) and one call of `failed` whose
+ * record `failed[at]` meets a fault the backend injects
+ * (OpenedBackend.failWritesOf), made `position`th among them. Asked of
+ * backends that can inject one.
+ */
+const failingOp = <W extends { req: number }>(write: fc.Arbitrary<W>) =>
+  fc.record({
+    kind: fc.constant("failing" as const),
+    writes: fc.uniqueArray(write, { selector: (w) => w.req, maxLength: 3 }),
+    failed: fc.array(write, { minLength: 1, maxLength: 4 }),
+    at: fc.nat(),
+    position: fc.nat(),
+  });
+type FailingOp<W> = { kind: "failing"; writes: W[]; failed: W[]; at: number; position: number };
+
+/**
+ * Makes the calls of a FailingOp: the failing call is refused whole, the
+ * others are stored, and only theirs are counted (`written` makes a record
+ * and how its model counts it).
+ */
+async function writeWithAFailure<W extends { req: number }>(
+  h: Harness,
+  op: FailingOp<W>,
+  written: (w: W) => { prepared: PreparedRecord; count(): void },
+): Promise<void> {
+  const poisoned = op.failed[op.at % op.failed.length]!;
+  // A fault on a request fails every write of it: the calls that must succeed leave it alone.
+  const good = op.writes.filter((w) => w.req !== poisoned.req).map(written);
+  const failed = op.failed.map(written);
+  const lift = h.failWritesOf!(rid(`r${poisoned.req}`));
+  try {
+    const calls = good.map((w) => () => h.store.write([w.prepared], signal));
+    const at = op.position % (calls.length + 1);
+    calls.splice(at, 0, () => h.store.write(failed.map((w) => w.prepared), signal));
+    const outcomes = await Promise.allSettled(calls.map((call) => call()));
+    expect(outcomes.map((o) => o.status)).toEqual(calls.map((_, i) => (i === at ? "rejected" : "fulfilled")));
+  } finally {
+    lift();
+  }
+  for (const w of good) w.count();
+}
 
 /** One request as written: its record (once it has arrived), its distinct lines, where it sorts. */
 interface UsageRecord {
@@ -1212,17 +1385,39 @@ interface UsageRecord {
 /** A model's clock moving on, or retention expiring what sorts before an hour (in the backend and the model). */
 async function passTime(
   h: Harness,
-  requests: Map<string, { sortTime: bigint }>,
-  op: { kind: "clock"; hours: number } | { kind: "expire"; beforeHour: number },
+  requests: Map<string, { sortTime: bigint; ip?: string }>,
+  op: { kind: "clock"; hours: number } | { kind: "expire"; beforeHour: number } | DeleteOp,
+  app: string,
 ): Promise<void> {
   if (op.kind === "clock") {
     h.now += BigInt(op.hours) * hourUs;
+    return;
+  }
+  if (op.kind === "delete") {
+    // Delete: by ids, a window of sort times and client addresses, ANDed; a dry run first counts the same.
+    const plan = {
+      appId: app,
+      requestIds: op.reqs?.map((n) => rid(`r${n}`)),
+      startTime: op.window && h0 + BigInt(op.window[0]) * hourUs,
+      endTime: op.window && h0 + BigInt(op.window[1]) * hourUs,
+      ips: op.ips?.map((ip) => parseIpRange(ip)!),
+    };
+    const doomed = [...requests].filter(
+      ([id, r]) =>
+        (!op.reqs || op.reqs.some((n) => `r${n}` === id)) &&
+        (!op.window || (r.sortTime >= plan.startTime! && r.sortTime < plan.endTime!)) &&
+        (!op.ips || (r.ip !== undefined && ipInRanges(r.ip, plan.ips!))),
+    );
+    expect(await h.store.delete({ ...plan, dryRun: true }, signal)).toBe(doomed.length);
+    expect(await h.store.delete({ ...plan, dryRun: false }, signal)).toBe(doomed.length);
+    for (const [id] of doomed) requests.delete(id);
     return;
   }
   const cutoff = h0 + BigInt(op.beforeHour) * hourUs;
   await h.backend.maintenance.expire(cutoff, 1_000_000, signal);
   for (const [id, r] of requests) if (r.sortTime < cutoff) requests.delete(id);
 }
+
 
 /** What one app's writes add up to, counted from what was written (as Usage defines it). */
 function createUsageModel(h: Harness, app: string) {
@@ -1258,8 +1453,8 @@ function createUsageModel(h: Harness, app: string) {
 
   return {
     async apply(op: UsageOp): Promise<void> {
-      if (op.kind === "clock" || op.kind === "expire") {
-        await passTime(h, requests, op);
+      if (op.kind === "clock" || op.kind === "expire" || op.kind === "delete") {
+        await passTime(h, requests, op, app);
       } else if (op.kind === "flush") {
         const id = `r${op.req}`;
         const lines = Array.from({ length: op.lines }, (_, i) => logLine(h0 + BigInt(op.text + i), 2, text(op.text)));
@@ -1276,6 +1471,8 @@ function createUsageModel(h: Harness, app: string) {
         const writes = op.writes.map(written);
         await h.store.write(writes.map((w) => w.prepared), signal);
         for (const w of writes) w.count();
+      } else if (op.kind === "failing") {
+        await writeWithAFailure(h, op, written);
       } else {
         // Started in one turn of the event loop: one group commit, the writes in the order they were made.
         const writes = op.writes.map(written);
@@ -1726,7 +1923,7 @@ function describeStats(h: Harness): void {
     it("always equals a recount of the finished requests written, after random writes, updates and deletions (property)", async () => {
       let run = 0;
       await fc.assert(
-        fc.asyncProperty(fc.array(statsOp, { minLength: 1, maxLength: 30 }), statsQuery, async (ops, query) => {
+        fc.asyncProperty(fc.array(statsOpsOf(h), { minLength: 1, maxLength: 30 }), statsQuery, async (ops, query) => {
           const app = `stats-${run++}`;
           const model = createStatsModel(h, app);
           // Requests in progress sort at the clock's time: among the finished ones' hours.
@@ -1852,8 +2049,12 @@ const statsOp = fc.oneof(
   },
   { arbitrary: fc.integer({ min: 0, max: 2 }).map((hours) => ({ kind: "clock" as const, hours })), weight: 1 },
   { arbitrary: fc.nat(5).map((beforeHour) => ({ kind: "expire" as const, beforeHour })), weight: 1 },
+  { arbitrary: deleteOp, weight: 1 },
 );
-type StatsOp = typeof statsOp extends fc.Arbitrary<infer T> ? T : never;
+type StatsOp = (typeof statsOp extends fc.Arbitrary<infer T> ? T : never) | FailingOp<StatsWrite>;
+/** The stats ops a backend is asked: with failing writes where it can inject a fault. */
+const statsOpsOf = (h: Harness): fc.Arbitrary<StatsOp> =>
+  h.failWritesOf ? fc.oneof({ arbitrary: statsOp, weight: 6 }, { arbitrary: failingOp(statsWrite), weight: 1 }) : statsOp;
 
 const statsQuery = fc.record({
   bot: fc.constantFrom(undefined, "bot", "^curl/", "^$", "[Mm]ozilla|git/"),
@@ -1863,6 +2064,7 @@ const statsQuery = fc.record({
 interface StatsModelEntry {
   finished: boolean;
   sortTime: bigint;
+  ip: string;
   version: string;
   facts?: StatsFacts;
 }
@@ -1891,6 +2093,7 @@ function createStatsModel(h: Harness, app: string) {
         requests.set(id, {
           finished: op.finished,
           sortTime: op.finished ? end : h.now,
+          ip: statsIps[op.ip]!,
           version: `v${op.version}`,
           facts: op.finished ? statsFactsOf(prepared!.log) : undefined,
         });
@@ -1899,8 +2102,8 @@ function createStatsModel(h: Harness, app: string) {
   };
   return {
     async apply(op: StatsOp): Promise<void> {
-      if (op.kind === "clock" || op.kind === "expire") {
-        await passTime(h, requests, op);
+      if (op.kind === "clock" || op.kind === "expire" || op.kind === "delete") {
+        await passTime(h, requests, op, app);
       } else if (op.kind === "write") {
         const write = written(op);
         await h.store.write([write.prepared], signal);
@@ -1909,6 +2112,8 @@ function createStatsModel(h: Harness, app: string) {
         const writes = op.writes.map(written);
         await h.store.write(writes.map((w) => w.prepared), signal);
         for (const w of writes) w.count();
+      } else if (op.kind === "failing") {
+        await writeWithAFailure(h, op, written);
       } else {
         const writes = op.writes.map(written);
         await Promise.all(writes.map((w) => h.store.write([w.prepared], signal)));

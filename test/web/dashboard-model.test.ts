@@ -2,12 +2,15 @@ import { create } from "@bufbuild/protobuf";
 import RE2 from "re2";
 import { describe, expect, it } from "vitest";
 import {
+  AlertSchema,
+  AlertState,
   LogUsageRecordSchema,
   LogUsageResponseSchema,
   StatsBucketSchema,
   StatsFiguresSchema,
   StatsResponseSchema,
 } from "../../gen/reqlog/v1/log_service_pb.js";
+import { alertRequestsPatch, alertSpans } from "../../web/alert-periods.js";
 import { formatBytes } from "../../web/format.js";
 import { routeRegex } from "../../web/route-regex.js";
 import { statsSeries, usageSeries } from "../../web/series.js";
@@ -135,6 +138,36 @@ describe("the dashboard's byte figures", () => {
       "94.2 KB",
       "8.14 GB",
       "9.01 PB",
+    ]);
+  });
+});
+
+describe("the dashboard's alerts", () => {
+  const firing = create(AlertSchema, { name: "RouteServerErrors", state: AlertState.FIRING, startTime: BigInt(h0), route: "/api/v1/teams/{id}", fingerprint: "a" });
+  const resolved = create(AlertSchema, { name: "AppTrafficStopped", state: AlertState.RESOLVED, startTime: BigInt(h0), endTime: BigInt(h0 + 600), fingerprint: "b" });
+  const now = h0 + 3600;
+
+  it("links an alert to its route's requests from a minute before it started to a minute after it ended, or after now while it fires", () => {
+    expect(alertRequestsPatch(firing, now)).toEqual({
+      view: "requests",
+      range: "custom",
+      from: h0 - 60,
+      to: now + 60,
+      regex: routeRegex("/api/v1/teams/{id}"),
+      offset: "",
+      request: "",
+    });
+    // An alert about no route (an app's traffic) links to all the app's requests then.
+    expect(alertRequestsPatch(resolved, now)).toMatchObject({ view: "requests", from: h0 - 60, to: h0 + 660, regex: "" });
+    // As a URL: the Requests view of that period and route, as the page reads it back.
+    const back = parseState(formatState({ ...defaultState, app: "forge", ...alertRequestsPatch(firing, now) }));
+    expect(back).toMatchObject({ view: "requests", app: "forge", range: "custom", from: h0 - 60, to: now + 60, regex: routeRegex("/api/v1/teams/{id}") });
+  });
+
+  it("marks each alert's period on the charts: to its end once resolved, to now while it fires", () => {
+    expect(alertSpans([firing, resolved], now)).toEqual([
+      { from: h0, to: now, name: "RouteServerErrors" },
+      { from: h0, to: h0 + 600, name: "AppTrafficStopped" },
     ]);
   });
 });

@@ -65,7 +65,7 @@ describe("the dashboard's Explore view", () => {
     expect(await page.locator('[data-testid="query-summary"]').textContent()).toContain(`${answer.rows.length} rows`);
   });
 
-  it("runs a typed query, puts it in the link, and shows no chart for rows that are not a time series", async () => {
+  it("runs a typed query, puts it in the link, and shows no chart for rows that are not a time series, nor for listed requests", async () => {
     await ts.write(...seed());
     await open("");
     await page.locator('[data-testid="query-results"][data-state="empty"]').waitFor();
@@ -82,6 +82,12 @@ describe("the dashboard's Explore view", () => {
     // Back to the empty query, as the browser's Back button goes.
     await page.goBack();
     await page.locator('[data-testid="query-results"][data-state="empty"]').waitFor();
+    // Requests listed with their times and latencies: a table, not a time series.
+    await page.fill("#query", "latency:>100ms | fields _time, resource, latency | sort by (latency desc) | limit 2");
+    await page.keyboard.press("Control+Enter");
+    await page.locator('[data-testid="query-results"][data-state="ready"]').waitFor();
+    expect((await table())[0]).toEqual(["_time", "resource", "latency"]);
+    expect(await page.locator('[data-testid="query-chart"]').isHidden()).toBe(true);
   });
 
   it("shows a refused query's error where it points: the message, the line with the place marked, the place selected", async () => {

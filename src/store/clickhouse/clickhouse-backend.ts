@@ -7,6 +7,7 @@ import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
 import { createGroupCommit, type GroupWork } from "./write/group-commit.js";
 import { createKnownKeys, type KnownKeys } from "./write/known-keys.js";
+import { createRequestEraser } from "./write/request-eraser.js";
 import { loadMeta, migrate } from "./migrate.js";
 import { createRecordReader } from "./read/record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
@@ -198,6 +199,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       listeners,
       watch,
       notes,
+      erase: createRequestEraser({ sql, layout, batcher, commit }),
     }),
     statuses: createClickHouseStatuses(sql, slots.clock, now),
     tokens: createClickHouseTokens(sql, now, lock),

@@ -13,6 +13,7 @@ import type { SqlClient } from "./sql-client.js";
 import { bytesToText } from "./rows/sql-literal.js";
 import { guarded } from "./storage-error.js";
 import type { TailChanges } from "./read/tail-changes.js";
+import type { EraseRequests } from "./write/request-eraser.js";
 import type { WriteBatcher } from "./write/write-batcher.js";
 import type { Snapshot } from "./read/snapshot.js";
 
@@ -34,6 +35,8 @@ export interface ClickHouseStoreParts {
   watch(): Promise<void>;
   /** What the groups committed tell the write observers. */
   notes: CommittedWrites;
+  /** Delete (request-eraser.ts). */
+  erase: EraseRequests;
 }
 
 const touch = (app: string, requestId: Uint8Array, lines: readonly AppLine[]): Touch => ({
@@ -136,6 +139,8 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
         signal.addEventListener("abort", () => listeners.delete(listener), { once: true });
       });
     },
+
+    delete: parts.erase,
 
     offsetKey(signal) {
       return guarded(signal, async () => parts.offsetKey);

@@ -20,7 +20,7 @@ const dayUs = 86_400_000_000n;
  * in the rollups (Usage and Stats). Its other columns take their defaults: a
  * deleted version is never read.
  */
-const tombstoneColumns = [
+export const tombstoneColumns = [
   "app", "request_id", "rkey", "created_at", "seq", "deleted", "sort_time", "finished", "module_id", "version_id",
   "has_record", "record_bytes", "line_bytes", "line_count",
   "url_map_entry", "resource", "status", "latency", "response_size", "ip", "user_agent",

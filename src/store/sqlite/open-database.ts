@@ -43,6 +43,10 @@ export function openDatabase(options: DatabaseOptions): Database.Database {
     // of writes does not leave a large file behind.
     db.pragma("journal_size_limit = 67108864");
     db.pragma("temp_store = MEMORY");
+    // What a delete frees (Delete, retention, a row rewritten) is overwritten
+    // with zeros, not left in free space: erased text leaves the file
+    // (docs/privacy.md). A connection's setting, so every open sets it.
+    db.pragma("secure_delete = ON");
     migrate(db);
     return db;
   } catch (err) {

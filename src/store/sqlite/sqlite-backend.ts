@@ -7,6 +7,7 @@ import { createChangeLog } from "./write/change-log.js";
 import { createKeys } from "./rows/keys.js";
 import { openDatabase, type SyncMode } from "./open-database.js";
 import { createReadPool, type ReadPool } from "./read/read-pool.js";
+import { createRequestEraser } from "./write/request-eraser.js";
 import { createRequestWriter } from "./write/request-writer.js";
 import { createSqliteMaintenance } from "./retention.js";
 import { createRollups } from "./write/rollups.js";
@@ -90,6 +91,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
     groupWrites(rollups, changeLog, search, options.searchCatchUp),
   );
   const change = createWriteTransaction({ batcher, keys, strings, search, rollups, notes });
+  const eraser = createRequestEraser({ db, change, rollups, search, strings });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
 
@@ -102,13 +104,14 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       change,
       writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
       notes,
+      erase: eraser.erase,
       reader: createSqliteReader(db, options.searchIndex),
       pool: readPool,
       listeners,
     }),
     statuses: createSqliteStatuses(db, batcher, now),
     tokens: createSqliteTokens(db, now),
-    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups, search),
+    maintenance: createSqliteMaintenance(db, now, change, changeLog, rollups, search, eraser),
     async storageBytes() {
       if (db.memory) return 0;
       let bytes = 0;

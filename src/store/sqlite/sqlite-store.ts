@@ -4,6 +4,7 @@ import type { CommittedWrites } from "../committed-writes.js";
 import type { Store, WriteResult } from "../store.js";
 import { decodePosition, encodePosition } from "./read/cursor.js";
 import type { ReadPool } from "./read/read-pool.js";
+import type { EraseRequests } from "./write/request-eraser.js";
 import type { RequestWriter } from "./write/request-writer.js";
 import type { RunChange } from "./write/write-transaction.js";
 import type { SqliteReader } from "./read/sqlite-reader.js";
@@ -23,6 +24,8 @@ export interface SqliteStoreParts {
   listeners: Set<() => void>;
   /** What the writes committed tell the write observers. */
   notes: CommittedWrites;
+  /** Delete (request-eraser.ts). */
+  erase: EraseRequests;
 }
 
 /**
@@ -30,7 +33,7 @@ export interface SqliteStoreParts {
  * share theirs through the group-commit batcher); reads of the request rows
  * go to the read workers when there are any.
  */
-export function createSqliteStore({ db, now, change, writer, reader, pool, listeners, notes }: SqliteStoreParts): Store {
+export function createSqliteStore({ db, now, change, writer, reader, pool, listeners, notes, erase }: SqliteStoreParts): Store {
   const usage = createUsageReader(db);
   const stats = createStatsReader(db);
   const offsetKey = db.prepare("SELECT value FROM meta WHERE key = 'offset_key'").pluck();
@@ -109,6 +112,8 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
         signal.addEventListener("abort", () => listeners.delete(listener), { once: true });
       });
     },
+
+    delete: erase,
 
     offsetKey(signal) {
       return guarded(signal, () => new Uint8Array(offsetKey.get() as Buffer));

@@ -5,6 +5,7 @@ import m003 from "./003-tokens.js";
 import m004 from "./004-stats.js";
 import m005 from "./005-stats-levels.js";
 import { migrate006 } from "./006-search-and-diet.js";
+import m007 from "./007-secure-delete.js";
 
 /**
  * The ordered migrations: applied by version, each once, in its own
@@ -18,4 +19,5 @@ export const migrations: readonly { version: number; name: string; sql?: string;
   { version: 4, name: "004-stats", sql: m004 },
   { version: 5, name: "005-stats-levels", sql: m005 },
   { version: 6, name: "006-search-and-diet", run: migrate006 },
+  { version: 7, name: "007-secure-delete", sql: m007 },
 ];

@@ -53,7 +53,6 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
     inRange: db
       .prepare("SELECT count(*) FROM requests INDEXED BY requests_by_time WHERE app_key = ? AND sort_time >= ? AND sort_time <= ?")
       .pluck(),
-    unindexed: db.prepare(`SELECT id FROM requests WHERE id > ${searchIndexedSql} AND app_key = ? AND has_record = 1`).pluck(),
     inHours: db.prepare("SELECT coalesce(sum(requests), 0) FROM usage_hourly WHERE app_key = ? AND hour >= ? AND hour <= ?").pluck(),
   };
   const statements = new Map<string, Database.Statement>();
@@ -107,8 +106,17 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
     const ids = statement(`SELECT rowid FROM request_search WHERE request_search MATCH ? LIMIT ${plan.budget.rows + 1}`)
       .pluck()
       .all(matches.join(" AND ")) as number[];
-    // Rows whose documents the writer has not made yet (search-doc.ts catchUp) are candidates too.
-    for (const id of stmt.unindexed.all(app) as number[]) ids.push(id);
+    if (ids.length > plan.budget.rows) return undefined;
+    // Rows whose documents the writer has not made yet (search-doc.ts catchUp: up to a few thousand, the newest
+    // ids) are candidates when they pass the patterns' cheap text tests: counted whole they would outnumber a
+    // small budget right after a burst of writes, and a query the index can answer would come back partial.
+    const tests = plan.searchPatterns.flatMap((pattern) => sql.search(pattern).prefilter() ?? []);
+    const unindexed = statement(
+      `SELECT r.id FROM requests r WHERE r.id > ${searchIndexedSql} AND r.app_key = ? AND r.has_record = 1${tests.map((t) => ` AND ${t}`).join("")}`,
+    )
+      .pluck()
+      .all(app) as number[];
+    for (const id of unindexed) ids.push(id);
     return ids.length > plan.budget.rows ? undefined : { ids };
   }
 

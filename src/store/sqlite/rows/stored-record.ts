@@ -51,7 +51,7 @@ type SqlValue = string | number | bigint | Buffer | null;
 
 const ipv4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 /** IPv4 addresses are stored offset by 2^31, so each fits SQLite's 4-byte integer. */
-const ipOffset = 2_147_483_648;
+export const ipOffset = 2_147_483_648;
 
 /** A record's ip as stored: a bigint (bound as an INTEGER: a JS number would go in as a REAL, in 8 bytes), or text. */
 export function ipToSql(ip: string): string | bigint {

@@ -514,6 +514,10 @@ export function createStatsRollups(db: Database.Database): StatsRollups {
       summaries.clear();
       knownCells.clear();
     },
+
+    forgetNames(): void {
+      periods.clear();
+    },
   };
 }
 
@@ -530,4 +534,6 @@ export interface StatsRollups {
    * not commit) changed are rolled back with it.
    */
   discard(): void;
+  /** Forgets the names' keys known (looked up again): Delete has dropped names nothing counts (request-eraser.ts). */
+  forgetNames(): void;
 }

@@ -160,6 +160,7 @@ export function createRollups(db: Database.Database): Rollups {
       pending.clear();
       stats.discard();
     },
+    forgetStatsNames: () => stats.forgetNames(),
   };
 }
 
@@ -176,6 +177,8 @@ export interface Rollups {
   flush(): void;
   /** Drops the moves and what is known of the stored cells: a group that did not commit. */
   discard(): void;
+  /** Forgets the Stats names' keys known (Delete dropped names nothing counts any more). */
+  forgetStatsNames(): void;
 }
 
 /**
