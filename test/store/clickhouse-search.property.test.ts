@@ -18,7 +18,7 @@ vi.setConfig({ hookTimeout: 600_000, testTimeout: 600_000 });
 
 let server: ClickHouseServer;
 beforeAll(async () => {
-  server = await startClickHouse({ name: "reqlog-search-clickhouse-", inMemory: true });
+  server = await startClickHouse({ name: "reqlog-search-clickhouse-" });
 });
 afterAll(async () => {
   await server?.stop();
