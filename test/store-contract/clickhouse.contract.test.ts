@@ -200,6 +200,12 @@ describe("ClickHouse retention", () => {
       expect(await storedRows(database, "lines")).toBe(0);
       expect(await storedRows(database, "requests")).toBe(1); // "fresh", of today
       expect(await storedRows(database, "positions")).toBe(1);
+      // The search index's postings of the day went with it; "fresh" keeps its own.
+      const postings = await server.client.query({
+        query: `SELECT countIf(sort_time < ${now - dayUs}) AS old, count() AS n FROM ${database}.search_postings`,
+        format: "JSONEachRow",
+      });
+      expect(await postings.json()).toEqual([{ old: "0", n: expect.not.stringMatching(/^0$/) }]);
       const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
       expect(usage.buckets.map((b) => b.requests)).toEqual([1]);
     } finally {
@@ -517,24 +523,27 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
 describe("ClickHouse migration 005 (the search index)", () => {
   const signal = new AbortController().signal;
   const decoder = new TextDecoder();
+  const scans = queryCounter(isScan);
+  type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
+  let at = 0n;
+  const write = (backend: Opened, name: string, resource: string, extra: Parameters<typeof minimalLog>[0] = {}) =>
+    backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + ++at, resource, ...extra }), defaultLimits, "log")], signal);
+  /** The ids a regex Read finds, and whether the search index answered it (no scan). */
+  const matching = async (backend: Opened, pattern: string) => {
+    const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+    const before = scans.seen;
+    const page = await backend.store.read(
+      planRead(create(LogReadRequestSchema, { appId: "forge", count: 100n, combinedLogRegex: pattern }), defaultLimits, offsets),
+      signal,
+    );
+    return { ids: page.records.map((r) => decoder.decode(r.log.requestId)).sort(), indexed: scans.seen === before };
+  };
+  const query = async <T>(database: string, sql: string) =>
+    (await (await server.client.query({ query: sql.replaceAll("DB.", `${database}.`), format: "JSONEachRow" })).json()) as T[];
 
   it("indexes a 003 database's stored requests, so that regex Reads find them through the index, and later writes too", async () => {
     const database = `reqlog_m005_${process.pid}`;
     const command = (query: string) => server.client.command({ query: query.replaceAll("DB.", `${database}.`) });
-    const scans = queryCounter(isScan);
-    type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
-    let at = 0n;
-    const write = (backend: Opened, name: string, resource: string, extra: Parameters<typeof minimalLog>[0] = {}) =>
-      backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + ++at, resource, ...extra }), defaultLimits, "log")], signal);
-    const matching = async (backend: Opened, pattern: string) => {
-      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
-      const before = scans.seen;
-      const page = await backend.store.read(
-        planRead(create(LogReadRequestSchema, { appId: "forge", count: 100n, combinedLogRegex: pattern }), defaultLimits, offsets),
-        signal,
-      );
-      return { ids: page.records.map((r) => decoder.decode(r.log.requestId)).sort(), indexed: scans.seen === before };
-    };
     try {
       let backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n });
       await write(backend, "zip", "/api/v1/repos/alice/app/actions/artifacts/48213/zip");
@@ -570,6 +579,38 @@ describe("ClickHouse migration 005 (the search index)", () => {
         await backend.close();
       }
     } finally {
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+
+  it("leaves no text of a deleted request in the index, and still finds the requests that shared its terms and sort time", async () => {
+    const database = `reqlog_search_delete_${process.pid}`;
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose: scans.interpose, searchIndex: "always" });
+    const texts = () => query<{ text: string }>(database, "SELECT DISTINCT text FROM DB.search_terms WHERE position(text, 'zyxw') > 0 ORDER BY text");
+    try {
+      const secret = { referrer: "https://zyxw.example/", userAgent: "zyxw-agent/1.0" };
+      // Same end time: the same sort time, so postings of the two share their keys (the start, 48213).
+      const endTime = t0 + 50n;
+      await backend.store.write([
+        prepareRequestLog(minimalLog({ requestId: rid("secret"), endTime, resource: "/api/v1/repos/bob/app/actions/artifacts/48213/zyxwquux", ...secret }), defaultLimits, "log"),
+        prepareRequestLog(minimalLog({ requestId: rid("kept"), endTime, resource: "/api/v1/repos/bob/app/actions/artifacts/48213/zip" }), defaultLimits, "log"),
+      ], signal);
+      await write(backend, "other", "/api/v1/repos/ci-bot/proto/raw/go.mod", { userAgent: "zyxw-agent/1.0" }); // shares the user agent
+      expect((await texts()).map((t) => t.text)).toEqual(["https://zyxw.example/", "zyxw-agent/1.0", "zyxwquux"]);
+      expect(await matching(backend, "48213/zyxwquux")).toEqual({ ids: ["secret"], indexed: true });
+
+      expect(await backend.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("secret")] }, signal)).toBe(1);
+      // ClickHouse applies mutations in the background: wait until it has.
+      while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // The user agent another request has stays; the referrer and token only the erased one had go.
+      expect((await texts()).map((t) => t.text)).toEqual(["zyxw-agent/1.0"]);
+      expect(await matching(backend, "zyxwquux")).toEqual({ ids: [], indexed: true });
+      expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["kept"], indexed: true });
+      expect(await matching(backend, "zyxw-agent")).toEqual({ ids: ["other"], indexed: true });
+    } finally {
+      await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });
