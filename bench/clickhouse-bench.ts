@@ -255,7 +255,7 @@ async function main() {
   const embedded = openSqliteBackend({ path: dbPath, readWorkers: 0 });
   const firstPlan: ReadPlan = {
     appId: "forge", includeIncomplete: false, count: 100, combinedExtras: "none",
-    startTime: from, endTime: newest + 1n, budget: { rows: defaultLimits.readScanRows, ms: defaultLimits.readScanMs },
+    startTime: from, endTime: newest + 1n, budget: { rows: defaultLimits.readScanRows, ms: defaultLimits.readScanMs, bytes: defaultLimits.maxReadBytes },
   };
   const firstEmbedded = await timedRuns(20, () => embedded.store.read(firstPlan, new AbortController().signal));
   await embedded.close();

@@ -73,7 +73,7 @@ function writeRate(records: readonly PreparedRecord[], withStats: boolean): numb
   const changeLog = createChangeLog(db);
   const rollups = createRollups(db);
   const steps = withStats ? rollups : { ...rollups, moveStats: () => {} };
-  const writer = createRequestWriter(db, keys, strings, search, changeLog, steps, createCommittedWrites());
+  const writer = createRequestWriter(db, keys, strings, search, changeLog, steps, createCommittedWrites(), defaultLimits);
   const call = db.transaction((batch: readonly PreparedRecord[], at: bigint) => {
     for (const record of batch) writer.writeRecord(record, at);
     steps.flush();

@@ -1,5 +1,6 @@
 import ms from "ms";
 import { defaultLimits, type Limits } from "./limits.js";
+import type { ConnectionLimits } from "./net/connection-guard.js";
 import type { SyncMode } from "./store/sqlite/open-database.js";
 import type { OtlpMapping } from "./ingest/otlp-log-records.js";
 import type { PrivacyOptions } from "./write/privacy.js";
@@ -36,6 +37,8 @@ export interface ServeConfig {
   /** Serve on a non-loopback address without tokens (loudly logged). */
   allowRemoteWithoutAuth: boolean;
   limits: Limits;
+  /** Connections held on each port, their timeouts and streams per connection. */
+  connections: ConnectionLimits;
   /** Redaction and IP anonymisation of what is written (docs/privacy.md). */
   privacy: PrivacyOptions;
   /** Which resource attributes name the app, version and module of OTLP log records. */
@@ -106,6 +109,13 @@ export function parseDuration(text: string, what: string): number {
   if (value === undefined || !Number.isFinite(value) || value < 0) {
     throw new Error(`${what}: "${text}" is not a duration (e.g. 500ms, 10s, 5m, 2h, 7d)`);
   }
+  return value;
+}
+
+/** A duration above zero (a timeout), in milliseconds. */
+export function parsePositiveDuration(text: string, what: string): number {
+  const value = parseDuration(text, what);
+  if (value <= 0) throw new Error(`${what}: "${text}" must be more than 0 (e.g. 500ms, 10s, 5m)`);
   return value;
 }
 

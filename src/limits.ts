@@ -33,6 +33,16 @@ export const limitSpecs = {
     code: "RESOURCE_EXHAUSTED",
     description: "bytes of one app log line's message",
   },
+  maxRequestLines: {
+    default: 100_000,
+    code: "RESOURCE_EXHAUSTED",
+    description: "app log lines one request may hold (a write that would take it past is refused whole)",
+  },
+  maxRequestLineBytes: {
+    default: 8 * 1024 * 1024,
+    code: "RESOURCE_EXHAUSTED",
+    description: "bytes of app log lines one request may hold (a write that would take it past is refused whole)",
+  },
   maxFutureSeconds: {
     default: 24 * 60 * 60,
     code: "INVALID_ARGUMENT",
@@ -64,6 +74,12 @@ export const limitSpecs = {
     code: "INVALID_ARGUMENT",
     description: "milliseconds one Read may scan before it returns what it found, with an offset to continue",
   },
+  maxReadBytes: {
+    default: 16 * 1024 * 1024,
+    code: "RESOURCE_EXHAUSTED",
+    description:
+      "bytes of the records (and app lines) of one Read page or Tail message: a page ends early, with an offset to continue",
+  },
   maxUsageRecords: {
     default: 100_000,
     code: "RESOURCE_EXHAUSTED",
@@ -93,6 +109,11 @@ export const limitSpecs = {
     default: 64,
     code: "RESOURCE_EXHAUSTED",
     description: "Tail calls open at once",
+  },
+  maxTailsPerToken: {
+    default: 16,
+    code: "RESOURCE_EXHAUSTED",
+    description: "Tail calls one access token may hold open at once (within max-tails)",
   },
   rateLimit: {
     default: 1000,

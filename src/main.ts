@@ -16,6 +16,7 @@ import { type UsageOptions, usageCommand } from "./cli/usage.js";
 import {
   parseAppList,
   parseCount,
+  parsePositiveDuration,
   parseDuration,
   parseHttpListen,
   parseHttpUrl,
@@ -23,6 +24,8 @@ import {
   parsePositiveInt,
   serveDefaults,
 } from "./config.js";
+import { defaultConnectionLimits } from "./net/connection-guard.js";
+import { defaultMaxLineBytes } from "./ingest/line-chunks.js";
 import { loadLogMetrics } from "./metrics/log-metrics-file.js";
 import { defaultMaxSeriesPerApp, defaultMetricsMaxAge } from "./metrics/metrics.js";
 import { type LimitName, limitEnv, limitFlag, limitNames, limitSpecs, type Limits } from "./limits.js";
@@ -260,6 +263,56 @@ const serveCommand = program
       "allow a non-loopback --listen address with no access tokens (logged as a warning)",
     ).env("REQLOG_ALLOW_REMOTE_WITHOUT_AUTH"),
   );
+// Connections on both ports (src/net/connection-guard.ts).
+serveCommand
+  .addOption(
+    valueOption(
+      "--max-connections <n>",
+      "connections each port holds at once; more are closed as they arrive",
+      "REQLOG_MAX_CONNECTIONS",
+      parsePositiveInt,
+      defaultConnectionLimits.maxConnections,
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--header-timeout <duration>",
+      "a new connection is closed unless it sends its first bytes (TLS: its handshake; HTTP/1.1: a request's headers) within this",
+      "REQLOG_HEADER_TIMEOUT",
+      parsePositiveDuration,
+      defaultConnectionLimits.headerTimeoutMs,
+      "10s",
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--idle-timeout <duration>",
+      "a connection with no call in flight is closed after this",
+      "REQLOG_IDLE_TIMEOUT",
+      parsePositiveDuration,
+      defaultConnectionLimits.idleTimeoutMs,
+      "60s",
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--request-timeout <duration>",
+      "a call's request (headers and body) must arrive whole within this (Ingest's stream excepted)",
+      "REQLOG_REQUEST_TIMEOUT",
+      parsePositiveDuration,
+      defaultConnectionLimits.requestTimeoutMs,
+      "60s",
+    ),
+  )
+  .addOption(
+    valueOption(
+      "--max-streams-per-connection <n>",
+      "calls one HTTP/2 connection may have open at once",
+      "REQLOG_MAX_STREAMS_PER_CONNECTION",
+      parsePositiveInt,
+      defaultConnectionLimits.maxStreamsPerConnection,
+    ),
+  );
 for (const name of limitNames) {
   serveCommand.addOption(
     valueOption(
@@ -329,6 +382,13 @@ serveCommand.action(async (opts: Record<string, unknown>) => {
       clientCa: opts.tlsClientCa as string | undefined,
     },
     limits,
+    connections: {
+      maxConnections: opts.maxConnections as number,
+      headerTimeoutMs: opts.headerTimeout as number,
+      idleTimeoutMs: opts.idleTimeout as number,
+      requestTimeoutMs: opts.requestTimeout as number,
+      maxStreamsPerConnection: opts.maxStreamsPerConnection as number,
+    },
     privacy: {
       defaultRedaction: opts.defaultRedaction !== false,
       redactParams: opts.redactParam as string[],
@@ -462,7 +522,12 @@ function accessLogCommand(name: string, description: string, files: string): Com
     .option("--log-format <format>", "an nginx log_format instead, e.g. '$remote_addr - $remote_user [$time_local] \"$request\" $status ...'")
     .option("--routes <file>", "route templates adding to (or replacing) the forge's, for url_map_entry")
     .option("--reject-file <file>", "append every line that does not parse to this file")
-    .addOption(new Option("--batch <n>", "lines per Ingest batch").default(1000).argParser(arg(parsePositiveInt, "--batch")));
+    .addOption(new Option("--batch <n>", "lines per Ingest batch").default(1000).argParser(arg(parsePositiveInt, "--batch")))
+    .addOption(
+      new Option("--max-line-length <bytes>", "longest line read; a longer one is rejected alone, with its file and line number")
+        .default(defaultMaxLineBytes)
+        .argParser(arg(parsePositiveInt, "--max-line-length")),
+    );
 }
 
 accessLogCommand("import", "import access logs (nginx, Apache, the forge, or an nginx log_format) as request records", "access log files (plain or gzip; - for stdin)")

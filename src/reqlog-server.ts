@@ -5,6 +5,7 @@ import { type RunningServer, type ServerOptions as GrpcServerOptions, startServe
 import { connectRoutes } from "./http/connect-service.js";
 import { type PageHandler, type RunningHttpServer, startHttpServer } from "./http/http-server.js";
 import type { Limits } from "./limits.js";
+import type { ConnectionLimits } from "./net/connection-guard.js";
 import { type AlertmanagerAlerts, createAlertmanagerAlerts } from "./alerts/alertmanager-alerts.js";
 import { type AppMetricsOptions, createMetrics, type ReqlogMetrics } from "./metrics/metrics.js";
 import { otlpHttpPage } from "./http/otlp-http.js";
@@ -29,6 +30,8 @@ export interface ReqlogServerOptions {
   /** Pages served on the HTTP port besides the RPCs and /metrics (the dashboard). */
   pages?: PageHandler[];
   limits: Limits;
+  /** Connections held on each port, their timeouts and streams per connection (defaults when unset). */
+  connections?: ConnectionLimits;
   /** Redaction and IP anonymisation of what is written (default: the built-in redaction, IPs as sent). */
   privacy?: PrivacyOptions;
   logger: Logger;
@@ -103,6 +106,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
     shutdownTimeoutMs: options.shutdownTimeoutMs,
     logger,
     credentials: options.credentials,
+    connections: options.connections,
     observer,
   });
   let http: RunningHttpServer | undefined;
@@ -124,6 +128,7 @@ export async function startReqlogServer(backend: Backend, options: ReqlogServerO
       routes: connectRoutes(service, logger, observer),
       pages,
       readMaxBytes: limits.maxMessageBytes,
+      connections: options.connections,
       tls: options.tls,
       logger,
     }).catch(async (err: unknown) => {

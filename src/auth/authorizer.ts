@@ -11,6 +11,12 @@ export type Access = "read" | "write" | "admin";
 export interface Authorizer {
   /** Checks the bearer token of a call (and its rate); UNAUTHENTICATED or RESOURCE_EXHAUSTED when it fails. */
   authenticate(metadata: CallMetadata): Promise<Principal>;
+  /**
+   * Who a call's bearer token names, if it names anyone (undefined: it would
+   * fail authentication), without counting the call against the rate: what a
+   * transport asks before it reads a body.
+   */
+  identify(metadata: CallMetadata): Promise<Principal | undefined>;
   /** PERMISSION_DENIED unless the principal may `access` every one of `apps`. */
   authorize(principal: Principal, access: Access, apps: Iterable<string>): void;
   /** The app a call names implicitly: a token limited to exactly one app. */
@@ -73,23 +79,31 @@ export function createAuthorizer(tokens: Pick<TokenStore, "find" | "anyActive">,
     throw ReqlogError.unauthenticated(message);
   }
 
+  /** The principal a call's metadata names; UNAUTHENTICATED when it names none. */
+  async function principalOf(metadata: CallMetadata): Promise<Principal> {
+    const values = metadata.get("authorization");
+    if (values.length === 0) {
+      if (!(await tokens.anyActive())) return withoutTokens();
+      noneLeft = false;
+      throw ReqlogError.unauthenticated("missing access token: send call metadata authorization: Bearer <token>");
+    }
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(String(values[0]));
+    if (values.length > 1 || !match) {
+      throw ReqlogError.unauthenticated("authorization metadata must be one 'Bearer <token>'");
+    }
+    const token = await tokens.find(match[1]!);
+    if (!token) throw ReqlogError.unauthenticated("invalid or revoked access token");
+    return { kind: "token", token };
+  }
+
   return {
     async authenticate(metadata) {
-      const values = metadata.get("authorization");
-      if (values.length === 0) {
-        if (!(await tokens.anyActive())) return withoutTokens();
-        noneLeft = false;
-        throw ReqlogError.unauthenticated("missing access token: send call metadata authorization: Bearer <token>");
-      }
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(String(values[0]));
-      if (values.length > 1 || !match) {
-        throw ReqlogError.unauthenticated("authorization metadata must be one 'Bearer <token>'");
-      }
-      const token = await tokens.find(match[1]!);
-      if (!token) throw ReqlogError.unauthenticated("invalid or revoked access token");
-      charge(token);
-      return { kind: "token", token };
+      const principal = await principalOf(metadata);
+      if (principal.kind === "token") charge(principal.token);
+      return principal;
     },
+
+    identify: (metadata) => principalOf(metadata).catch(() => undefined),
 
     authorize(principal, access, apps) {
       if (principal.kind === "open") return;

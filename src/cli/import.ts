@@ -3,7 +3,7 @@ import { type ClientOptions, createLogServiceClient } from "../client/log-servic
 import { type AccessLogParser, createAccessLogParser, type FormatChoice } from "../ingest/access-log-parser.js";
 import { chunkRecords } from "../ingest/chunk-records.js";
 import { type OutgoingBatch, sendBatches } from "../ingest/ingest-sender.js";
-import { lineChunks } from "../ingest/line-chunks.js";
+import { defaultMaxLineBytes, lineChunks } from "../ingest/line-chunks.js";
 import { openLogInput } from "../ingest/log-input.js";
 import { createRejectedLines, type Rejection } from "../ingest/rejected-lines.js";
 import { forgeRouteTable, loadRouteTable, type RouteTable } from "../routes/route-table.js";
@@ -19,6 +19,8 @@ export interface AccessLogOptions extends ClientOptions, FormatChoice {
   rejectFile?: string;
   /** Lines per Ingest batch (at most the server's max-records-per-write). */
   batch: number;
+  /** Longest line read (--max-line-length); a longer one is rejected alone. */
+  maxLineLength?: number;
 }
 
 export interface ImportOptions extends AccessLogOptions {
@@ -38,6 +40,8 @@ export interface ImportSummary {
   seconds: number;
   /** The first rejected lines, with file, line number and problem. */
   firstRejected: Rejection[];
+  /** Files that could not be read to their end, and where each stopped. */
+  stopped?: string[];
 }
 
 /** Where an import writes: stdout for results, stderr for problems and (on a terminal) the bar. */
@@ -67,9 +71,10 @@ export function formatSummary(s: ImportSummary): string {
   const rate = s.seconds > 0 ? Math.round(s.lines / s.seconds) : s.lines;
   const blank = s.blank > 0 ? `, ${number(s.blank)} blank` : "";
   const more = s.rejected > s.firstRejected.length ? ` (the first ${s.firstRejected.length} are above)` : "";
+  const stopped = s.stopped ? `, ${s.stopped.length} ${s.stopped.length === 1 ? "file" : "files"} not read to the end (above)` : "";
   return (
     `imported ${s.files.join(", ")}: ${number(s.lines)} lines, ${number(s.records)} records stored, ` +
-    `${number(s.rejected)} rejected${more}${blank}, in ${s.seconds.toFixed(1)} s (${number(rate)} lines/s)`
+    `${number(s.rejected)} rejected${more}${blank}${stopped}, in ${s.seconds.toFixed(1)} s (${number(rate)} lines/s)`
   );
 }
 
@@ -83,6 +88,7 @@ export function formatSummary(s: ImportSummary): string {
  */
 export async function importCommand(files: string[], options: ImportOptions, output: CommandOutput = defaultOutput): Promise<number> {
   const parser = accessLogParser(options);
+  const maxLineBytes = options.maxLineLength ?? defaultMaxLineBytes;
   // Every file is looked at before anything is sent: a missing one fails the import up front.
   const sizes = files.map((file) => {
     if (file === "-") return undefined;
@@ -106,15 +112,31 @@ export async function importCommand(files: string[], options: ImportOptions, out
   let records = 0;
   let readBefore = 0;
 
+  /** Files that could not be read to their end (a truncated gzip): where each stopped. */
+  const stopped: string[] = [];
+
   async function* batches(): AsyncGenerator<OutgoingBatch<undefined>> {
     for (const file of files) {
       const input = openLogInput(file);
-      for await (const chunk of lineChunks(input.bytes, options.batch)) {
-        lines += chunk.lines.length;
-        const result = chunkRecords(chunk, file, parser, rejected);
-        blank += result.blank;
-        progress?.update(readBefore + input.read(), lines);
-        if (result.records.length > 0) yield { records: result.records, meta: undefined };
+      let fileLines = 0;
+      let end = 0;
+      try {
+        for await (const chunk of lineChunks(input.bytes, options.batch, maxLineBytes)) {
+          lines += chunk.lines.length;
+          fileLines += chunk.lines.length;
+          end = chunk.end;
+          const result = chunkRecords(chunk, file, parser, rejected, maxLineBytes);
+          blank += result.blank;
+          progress?.update(readBefore + input.read(), lines);
+          if (result.records.length > 0) yield { records: result.records, meta: undefined };
+        }
+      } catch (err) {
+        // The lines before the failure are sent; the import goes on with the next file and fails at its end.
+        const problem =
+          `${file}: ${err instanceof Error ? err.message : err} after line ${fileLines} (byte ${end} of its text); ` +
+          `its ${fileLines.toLocaleString("en-US")} lines before that are imported, the rest of it is not`;
+        stopped.push(problem);
+        if (!options.json) output.stderr.write(`reqlog import: ${problem}\n`);
       }
       readBefore += input.read();
     }
@@ -140,7 +162,8 @@ export async function importCommand(files: string[], options: ImportOptions, out
     blank,
     seconds: Math.round(performance.now() - started) / 1000,
     firstRejected: [...rejected.first],
+    ...(stopped.length > 0 ? { stopped } : {}),
   };
   output.stdout(options.json ? `${JSON.stringify(summary)}\n` : `${formatSummary(summary)}\n`);
-  return rejected.count > 0 ? 1 : 0;
+  return rejected.count > 0 || stopped.length > 0 ? 1 : 0;
 }

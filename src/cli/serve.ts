@@ -11,7 +11,7 @@ import { openBackend, storeFlags } from "./open-backend.js";
 export async function serve(config: ServeConfig): Promise<void> {
   const logger = createLogger(config.logLevel);
   const credentials = serverCredentials(config.tls);
-  const backend = await openBackend(config);
+  const backend = await openBackend({ ...config, requestLines: config.limits });
   const tokensConfigured = await backend.tokens.anyActive();
   const remote = [config.listen, config.httpListen].find((listen) => listen !== undefined && !isLoopback(listen));
   if (remote !== undefined && !tokensConfigured) {
@@ -40,6 +40,7 @@ export async function serve(config: ServeConfig): Promise<void> {
     pages: config.httpListen !== undefined ? [dashboardPages()] : undefined,
     tls: config.tls,
     limits: config.limits,
+    connections: config.connections,
     privacy: config.privacy,
     otlp: config.otlp,
     shutdownTimeoutMs: config.shutdownTimeoutMs,

@@ -4,6 +4,7 @@ import { createLogServiceClient } from "../client/log-service-client.js";
 import { chunkRecords } from "../ingest/chunk-records.js";
 import { type FollowedChunk, type FilePosition, followFile } from "../ingest/file-follower.js";
 import { type OutgoingBatch, sendBatches } from "../ingest/ingest-sender.js";
+import { defaultMaxLineBytes } from "../ingest/line-chunks.js";
 import { createRejectedLines } from "../ingest/rejected-lines.js";
 import { openShipState } from "../ingest/ship-state.js";
 import { type AccessLogOptions, accessLogParser, type CommandOutput, defaultOutput } from "./import.js";
@@ -58,6 +59,7 @@ type Meta = { position: FilePosition } | { done: string };
 export async function shipCommand(files: string[], options: ShipOptions, output: CommandOutput = defaultOutput): Promise<number> {
   if (files.includes("-")) throw new Error("ship follows files by their path: for stdin, use reqlog import -");
   const parser = accessLogParser(options);
+  const maxLineBytes = options.maxLineLength ?? defaultMaxLineBytes;
   const statePath = options.state ?? defaultStatePath(options.app, files);
   const state = openShipState(statePath);
   const stop = new AbortController();
@@ -78,6 +80,7 @@ export async function shipCommand(files: string[], options: ShipOptions, output:
         known: [...state.positions.values()].filter((p) => p.path === file),
         follow: options.follow,
         maxLines: options.batch,
+        maxLineBytes,
         pollMs: options.poll,
         rotateWaitMs: options.rotateWait,
         signal: stop.signal,
@@ -91,7 +94,7 @@ export async function shipCommand(files: string[], options: ShipOptions, output:
           continue;
         }
         lines += chunk.lines.length;
-        const { records } = chunkRecords(chunk, chunk.file, parser, rejected);
+        const { records } = chunkRecords(chunk, chunk.file, parser, rejected, maxLineBytes);
         // Sent even when every line was rejected: its acknowledgement moves the saved position past them.
         yield { records, meta: { position: { path: chunk.path, identity: chunk.identity, offset: chunk.end, line: chunk.firstLine - 1 + chunk.lines.length } } };
       }

@@ -1,4 +1,8 @@
+import { createServer as createNetServer } from "node:net";
 import { type Server as GrpcServer, Server, ServerCredentials } from "@grpc/grpc-js";
+import { acceptConnections, type ConnectionLimits, defaultConnectionLimits } from "../net/connection-guard.js";
+import { listenOn } from "../net/listen-on.js";
+import { requestTimeoutInterceptor } from "./request-timeout.js";
 import { HealthImplementation } from "grpc-health-check";
 import type { Logger } from "pino";
 import { allObservers, type CallObserver, noObserver } from "../service/call-outcome.js";
@@ -18,6 +22,8 @@ export interface ServerOptions {
   credentials?: ServerCredentials;
   /** Sees every call start and end (metrics). */
   observer?: CallObserver;
+  /** Connections held, timeouts and streams per connection (defaultConnectionLimits when unset). */
+  connections?: ConnectionLimits;
 }
 
 export interface RunningServer {
@@ -39,11 +45,17 @@ const healthNames = ["", LogService.typeName, LogsService.typeName];
 /** Builds the gRPC server, binds it and starts serving. */
 export async function startServer(core: LogServiceCore, options: ServerOptions): Promise<RunningServer> {
   const { logger } = options;
+  const limits = options.connections ?? defaultConnectionLimits;
   const server = new Server({
     // Messages up to twice the limit reach the service's own check, which
     // answers with a message naming the limit; beyond that grpc-js refuses
     // them before buffering them.
     "grpc.max_receive_message_length": core.limits.maxMessageBytes * 2,
+    // A connection with no call in flight (one that sent its preface and
+    // nothing more, too) is closed; streams per connection are bounded.
+    "grpc.max_connection_idle_ms": limits.idleTimeoutMs,
+    "grpc.max_concurrent_streams": limits.maxStreamsPerConnection,
+    interceptors: [requestTimeoutInterceptor(limits.requestTimeoutMs)],
   });
   const calls = createCallCounter();
   const observer = allObservers(calls, options.observer ?? noObserver);
@@ -60,11 +72,13 @@ export async function startServer(core: LogServiceCore, options: ServerOptions):
   health.addToServer(server as unknown as Parameters<typeof health.addToServer>[0]);
   addReflection(server);
 
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(options.listen, options.credentials ?? ServerCredentials.createInsecure(), (err, bound) =>
-      err ? reject(new Error(`cannot listen on ${options.listen}: ${err.message}`, { cause: err })) : resolve(bound),
-    ),
-  );
+  // The port's own listener, which caps connections and drops silent ones
+  // (grpc-js has neither), hands each connection to grpc-js once it has
+  // sent its first bytes.
+  const injector = server.createConnectionInjector(options.credentials ?? ServerCredentials.createInsecure());
+  const listener = createNetServer();
+  acceptConnections(listener, limits, (socket) => injector.injectConnection(socket));
+  const port = await listenOn(listener, options.listen, "");
   const host = options.listen.slice(0, options.listen.lastIndexOf(":"));
   const address = `${host}:${port}`;
 
@@ -77,6 +91,7 @@ export async function startServer(core: LogServiceCore, options: ServerOptions):
       stopping ??= (async () => {
         for (const name of healthNames) health.setStatus(name, "NOT_SERVING");
         core.tails.endAll();
+        listener.close();
         await drain(server, calls, options.shutdownTimeoutMs, logger);
       })();
       return stopping;

@@ -1,8 +1,8 @@
 import type { DescMessage, DescMethod, DescService, MessageShape } from "@bufbuild/protobuf";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
-import { ReqlogError } from "../reqlog-error.js";
-import { decodeMessage } from "../write/decode-message.js";
+import type { ReqlogError } from "../reqlog-error.js";
+import { decodeMessage, messageTooLarge } from "../write/decode-message.js";
 
 /**
  * What the server's deserializer hands a handler: the decoded message, or the
@@ -32,12 +32,7 @@ function decodeRequest<Desc extends DescMessage>(
   raw: boolean,
 ): Decoded<MessageShape<Desc> | Uint8Array> {
   if (bytes.length > maxBytes) {
-    return {
-      ok: false,
-      error: ReqlogError.exhausted(
-        `request message is ${bytes.length} bytes, over the limit max-message-bytes=${maxBytes}`,
-      ),
-    };
+    return { ok: false, error: messageTooLarge(maxBytes, bytes.length) };
   }
   if (raw && bytes.length >= offThreadFrom) return { ok: true, message: bytes };
   try {

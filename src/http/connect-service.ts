@@ -1,26 +1,24 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { Access, Authorizer } from "../auth/authorizer.js";
-import { type Code, ConnectError, type ConnectRouter, decodeBinaryHeader, type HandlerContext } from "@connectrpc/connect";
+import { type Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import type { CallMetadata } from "../domain/call-metadata.js";
 import type { Code as StatusCode, ReqlogError } from "../reqlog-error.js";
 import { type CallObserver, errorDetails, noObserver } from "../service/call-outcome.js";
 import { createCallRunner, oneRequest, unaryReply } from "../service/call-runner.js";
 import { LogService, type LogServiceCore, LogsService, methodAccess, otlpMethodAccess } from "../service/log-service.js";
+import { headerMetadata } from "./header-metadata.js";
+import { readRequestKey, readRequestsFirst } from "./request-reader.js";
 
 /**
- * HTTP headers as call metadata: `-bin` headers are base64 (as gRPC and
- * Connect send them), several values of one header arrive joined by commas.
+ * The request of a one-request call: the message reqlog read (Connect was
+ * handed an empty one), or its refusal, raised once the runner has opened
+ * the call (authenticated and counted); else Connect's.
  */
-export function headerMetadata(headers: Headers): CallMetadata {
-  return {
-    get(key) {
-      const value = headers.get(key);
-      if (value === null) return [];
-      if (!key.endsWith("-bin")) return [value];
-      return value.split(",").map((part) => decodeBinaryHeader(part.trim()));
-    },
-  };
+function requestOf(request: unknown, context: HandlerContext): unknown {
+  const read = context.values.get(readRequestKey);
+  if (read === undefined) return request;
+  if ("error" in read) throw read.error;
+  return read.message;
 }
 
 /** A ReqlogError as Connect sends it: the same code, message and details as the gRPC port. */
@@ -38,12 +36,29 @@ function asConnectError(err: unknown): ConnectError {
   return err instanceof ConnectError ? err : toConnectError(err as ReqlogError);
 }
 
-/** A stream's replies, its failure (mid-stream too) as a ConnectError with the same details as a unary call's. */
-async function* connectStream(replies: AsyncIterable<unknown>): AsyncIterable<unknown> {
+/**
+ * A stream's replies, its failure (mid-stream too) as a ConnectError with
+ * the same details as a unary call's. When the caller goes away the replies
+ * are ended at once: Connect may be stuck writing the last one to a client
+ * that stopped reading (its write waits for a drain that never comes, and it
+ * never asks for the next), so the handler's `finally` would never run and a
+ * Tail would hold its slot for good.
+ */
+async function* connectStream(replies: AsyncIterable<unknown>, signal: AbortSignal): AsyncIterable<unknown> {
+  const iterator = replies[Symbol.asyncIterator]();
+  const end = () => void iterator.return?.(undefined).catch(() => {});
+  signal.addEventListener("abort", end, { once: true });
   try {
-    yield* replies;
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      yield next.value;
+    }
   } catch (err) {
     throw asConnectError(err);
+  } finally {
+    signal.removeEventListener("abort", end);
+    end();
   }
 }
 
@@ -59,6 +74,8 @@ export function connectRoutes(core: LogServiceCore, logger: Logger, observer: Ca
   return (router: ConnectRouter) => {
     router.service(LogService, logService as never);
     router.service(LogsService, logsService as never);
+    // Calls of one request: reqlog reads it, as the gRPC port does (request-reader.ts).
+    readRequestsFirst(router.handlers, { auth: core.auth, maxMessageBytes: core.limits.maxMessageBytes });
   };
 }
 
@@ -78,17 +95,17 @@ function implementationOf(
     switch (method.methodKind) {
       case "unary":
         implementation[method.localName] = (request: unknown, context: HandlerContext) =>
-          unaryReply(run(incoming(context), oneRequest(() => request))).catch((err: unknown) => {
+          unaryReply(run(incoming(context), oneRequest(() => requestOf(request, context)))).catch((err: unknown) => {
             throw asConnectError(err);
           });
         break;
       case "server_streaming":
         implementation[method.localName] = (request: unknown, context: HandlerContext) =>
-          connectStream(run(incoming(context), oneRequest(() => request)));
+          connectStream(run(incoming(context), oneRequest(() => requestOf(request, context))), context.signal);
         break;
       default:
         implementation[method.localName] = (requests: AsyncIterable<unknown>, context: HandlerContext) =>
-          connectStream(run(incoming(context), requests));
+          connectStream(run(incoming(context), requests), context.signal);
     }
   }
   return implementation;

@@ -6,6 +6,15 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { type ConnectNodeAdapterOptions, connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import type { TlsFiles } from "../config.js";
+import {
+  acceptConnections,
+  type ConnectionLimits,
+  defaultConnectionLimits,
+  guardHttp2Sessions,
+  http1Timeouts,
+  http2Settings,
+} from "../net/connection-guard.js";
+import { listenOn } from "../net/listen-on.js";
 import { createRedactor } from "../write/redactor.js";
 
 const logRedactor = createRedactor({ defaults: true, params: [], patterns: [] });
@@ -28,6 +37,8 @@ export interface HttpServerOptions {
   /** As on the gRPC port: plaintext without cert and key. */
   tls?: TlsFiles;
   logger: Logger;
+  /** Connections held, timeouts and streams per connection (defaultConnectionLimits when unset). */
+  connections?: ConnectionLimits;
 }
 
 export interface RunningHttpServer {
@@ -53,6 +64,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       void servePage(options.pages ?? [], request, response, options.logger);
     },
   });
+  const limits = options.connections ?? defaultConnectionLimits;
   const sockets = new Set<Socket>();
   let listener: NetServer;
   let closing = false;
@@ -78,9 +90,16 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         cert: readFileSync(options.tls.cert),
         key: readFileSync(options.tls.key),
         ...(ca ? { ca, requestCert: true, rejectUnauthorized: true } : {}),
+        handshakeTimeout: limits.headerTimeoutMs,
+        settings: http2Settings(limits),
       },
       rpc,
     );
+    secure.maxConnections = limits.maxConnections;
+    // HTTP/1.1 over TLS is served by Node's http machinery, which reads its timeouts from the server.
+    const { headersTimeout, requestTimeout, keepAliveTimeout } = http1Timeouts(limits);
+    Object.assign(secure, { headersTimeout, requestTimeout, keepAliveTimeout });
+    guardHttp2Sessions(secure, limits);
     secure.on("request", (request, response) => {
       if (request.httpVersionMajor === 1) trackHttp1(request as unknown as { socket: Socket }, response);
     });
@@ -91,37 +110,31 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
     });
     listener = secure;
   } else {
-    const h1 = createHttp1Server(rpc);
+    const h1 = createHttp1Server(http1Timeouts(limits), rpc);
     h1.on("request", trackHttp1);
-    const h2 = createH2cServer(rpc);
+    // Node looks for requests past their headers and request timeouts only
+    // on servers that listen (it starts doing so on "listening"); this one
+    // is handed its connections by the listener below.
+    h1.emit("listening");
+    const h2 = createH2cServer({ settings: http2Settings(limits) }, rpc);
+    guardHttp2Sessions(h2, limits);
     h2.on("session", (session) => {
       h2Sessions.add(session);
       session.once("close", () => h2Sessions.delete(session));
     });
-    listener = createNetServer((socket) => {
-      socket.once("readable", () => {
-        const head: Buffer | null = socket.read();
-        if (head === null) {
-          socket.destroy();
-          return;
-        }
-        socket.unshift(head);
-        const n = Math.min(head.length, http2Preface.length);
-        const isH2 = head.toString("latin1", 0, n) === http2Preface.slice(0, n);
-        if (isH2) h2Sockets.add(socket);
-        (isH2 ? h2 : h1).emit("connection", socket);
-      });
+    listener = createNetServer();
+    acceptConnections(listener, limits, (socket, head) => {
+      const n = Math.min(head.length, http2Preface.length);
+      const isH2 = head.toString("latin1", 0, n) === http2Preface.slice(0, n);
+      if (isH2) h2Sockets.add(socket);
+      (isH2 ? h2 : h1).emit("connection", socket);
     });
   }
   listener.on("connection", (socket: Socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    const [host, portText] = [options.listen.slice(0, options.listen.lastIndexOf(":")), options.listen.slice(options.listen.lastIndexOf(":") + 1)];
-    listener.once("error", (err) => reject(new Error(`cannot listen on ${options.listen} (HTTP): ${err.message}`, { cause: err })));
-    listener.listen(Number(portText), host.replace(/^\[|\]$/g, ""), () => resolve((listener.address() as { port: number }).port));
-  });
+  const port = await listenOn(listener, options.listen, " (HTTP)");
   const host = options.listen.slice(0, options.listen.lastIndexOf(":"));
   return {
     address: `${host}:${port}`,

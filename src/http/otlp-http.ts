@@ -14,7 +14,7 @@ import { Code, ReqlogError } from "../reqlog-error.js";
 import { type CallObserver, callFailure, errorDetails } from "../service/call-outcome.js";
 import { createCallRunner, oneRequest, unaryReply } from "../service/call-runner.js";
 import { type LogServiceCore, LogsService, otlpMethodAccess } from "../service/log-service.js";
-import { headerMetadata } from "./connect-service.js";
+import { headerMetadata } from "./header-metadata.js";
 import type { HttpRequest, HttpResponse, PageHandler } from "./http-server.js";
 
 /** Where OTLP/HTTP exporters send logs (OTEL_EXPORTER_OTLP_ENDPOINT + /v1/logs). */

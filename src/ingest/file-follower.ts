@@ -4,7 +4,7 @@ import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { createGunzip } from "node:zlib";
 import { identityBytes, identityOf } from "./file-identity.js";
-import { type LineChunk, lineChunks } from "./line-chunks.js";
+import { defaultMaxLineBytes, type LineChunk, lineChunks } from "./line-chunks.js";
 
 /** How far a file has been shipped: every line before `offset` is stored. */
 export interface FilePosition {
@@ -37,6 +37,8 @@ export interface FollowOptions {
   follow: boolean;
   /** Lines per chunk, at most. */
   maxLines: number;
+  /** Longest line read (longer ones are given by their length only: lineChunks); 1 MiB by default. */
+  maxLineBytes?: number;
   /** How often the path is looked at when there is nothing new (default 250 ms). */
   pollMs?: number;
   /**
@@ -68,11 +70,44 @@ interface Reader {
 
 const readSize = 1 << 20;
 
-/** A plain file read through a handle from a byte offset; only complete lines are taken. */
-function fileReader(handle: FileHandle, file: string, identity: string, offset: number, line: number, maxLines: number): Reader & { handle: FileHandle; size(): Promise<number> } {
-  let buffer = Buffer.alloc(readSize);
+/**
+ * A plain file read through a handle from a byte offset; only complete
+ * lines are taken. A line longer than `maxLineBytes` is not kept: its end is
+ * looked for and it is given as "" with its length in `tooLong`.
+ */
+function fileReader(
+  handle: FileHandle,
+  file: string,
+  identity: string,
+  offset: number,
+  line: number,
+  maxLines: number,
+  maxLineBytes: number,
+): Reader & { handle: FileHandle; size(): Promise<number> } {
+  let buffer = Buffer.alloc(Math.min(readSize, maxLineBytes + 1));
   let lastSize = -1;
   let grewAt = Date.now();
+  /** How far the end of a line too long to keep has been looked for (it may still be being written). */
+  let scanned: { start: number; upTo: number } | undefined;
+
+  /** Where the line starting at `start` ends (its line break), looking from `from`; undefined while it has none. */
+  async function lineEnd(start: number, from: number): Promise<number | undefined> {
+    let at = scanned?.start === start ? scanned.upTo : from;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, at);
+      const newline = buffer.subarray(0, bytesRead).indexOf(10);
+      if (newline >= 0) {
+        scanned = undefined;
+        return at + newline;
+      }
+      at += bytesRead;
+      if (bytesRead < buffer.length) {
+        scanned = { start, upTo: at };
+        return undefined;
+      }
+    }
+  }
+
   const reader = {
     handle,
     file,
@@ -92,21 +127,29 @@ function fileReader(handle: FileHandle, file: string, identity: string, offset: 
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, reader.offset);
         if (bytesRead === 0) return undefined;
         const chunk: LineChunk = { identity, lines: [], starts: [], firstLine: reader.line + 1, end: reader.offset };
+        const add = (start: number, text: string | number) => {
+          chunk.lines.push(typeof text === "string" ? text : "");
+          if (typeof text === "number") (chunk.tooLong ??= new Map()).set(start, text);
+          chunk.starts.push(start);
+        };
         let from = 0;
         while (chunk.lines.length < maxLines) {
           const newline = buffer.indexOf(10, from);
           if (newline < 0 || newline >= bytesRead) break;
-          chunk.lines.push(buffer.toString("utf8", from, newline));
-          chunk.starts.push(reader.offset + from);
+          add(reader.offset + from, newline - from > maxLineBytes ? newline - from : buffer.toString("utf8", from, newline));
           from = newline + 1;
         }
         if (chunk.lines.length === 0) {
-          // A line longer than the buffer: read more of it at once, next time round.
-          if (bytesRead === buffer.length) {
-            buffer = Buffer.alloc(buffer.length * 2);
+          if (bytesRead < buffer.length) return undefined; // the last line is still being written
+          if (buffer.length <= maxLineBytes) {
+            // A line longer than the buffer: read more of it at once, next time round.
+            buffer = Buffer.alloc(Math.min(buffer.length * 2, maxLineBytes + 1));
             continue;
           }
-          return undefined; // the last line is still being written
+          const end = await lineEnd(reader.offset, reader.offset + bytesRead);
+          if (end === undefined) return undefined;
+          add(reader.offset, end - reader.offset);
+          from = end - reader.offset + 1;
         }
         chunk.end = reader.offset + from;
         reader.offset = chunk.end;
@@ -124,8 +167,15 @@ function fileReader(handle: FileHandle, file: string, identity: string, offset: 
 }
 
 /** A gzip file (a rotated log compressed since), read from a decompressed byte offset to its end. */
-function gzipReader(path: string, identity: string, offset: number, line: number, maxLines: number): Reader {
-  const chunks = lineChunks(createReadStream(path).pipe(createGunzip()), maxLines);
+function gzipReader(
+  path: string,
+  identity: string,
+  offset: number,
+  line: number,
+  limits: { maxLines: number; maxLineBytes: number },
+  notice: (message: string) => void,
+): Reader {
+  const chunks = lineChunks(createReadStream(path).pipe(createGunzip()), limits.maxLines, limits.maxLineBytes);
   let ended = false;
   const reader: Reader = {
     file: path,
@@ -134,7 +184,15 @@ function gzipReader(path: string, identity: string, offset: number, line: number
     line,
     async read() {
       while (!ended) {
-        const next = await chunks.next();
+        let next: IteratorResult<LineChunk>;
+        try {
+          next = await chunks.next();
+        } catch (err) {
+          // A truncated or corrupt gzip: what came before its end is shipped, the rest cannot be read.
+          notice(`${path}: ${err instanceof Error ? err.message : err} after line ${reader.line} (byte ${reader.offset} of its decompressed text); the rest of it cannot be read`);
+          ended = true;
+          break;
+        }
         if (next.done) {
           ended = true;
           break;
@@ -148,6 +206,7 @@ function gzipReader(path: string, identity: string, offset: number, line: number
           starts: chunk.starts.slice(skip),
           firstLine: reader.line + 1,
           end: chunk.end,
+          ...(chunk.tooLong ? { tooLong: chunk.tooLong } : {}),
         };
         reader.offset = chunk.end;
         reader.line += taken.lines.length;
@@ -222,6 +281,7 @@ const sleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signa
  */
 export async function* followFile(options: FollowOptions): AsyncGenerator<FollowedChunk> {
   const { path, maxLines, signal, notice } = options;
+  const maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes;
   const pollMs = options.pollMs ?? 250;
   const rotateWaitMs = options.rotateWaitMs ?? 5000;
   const known = new Map(options.known.map((p) => [p.identity, p]));
@@ -240,8 +300,8 @@ export async function* followFile(options: FollowOptions): AsyncGenerator<Follow
     }
     notice(`${file}: continuing at byte ${offset} of its rotated copy ${found.path}`);
     const reader = found.gzip
-      ? gzipReader(found.path, identity, offset, line, maxLines)
-      : fileReader(await open(found.path, "r"), found.path, identity, offset, line, maxLines);
+      ? gzipReader(found.path, identity, offset, line, { maxLines, maxLineBytes }, notice)
+      : fileReader(await open(found.path, "r"), found.path, identity, offset, line, maxLines, maxLineBytes);
     retiring.push({ reader, since: Date.now() });
   }
 
@@ -264,7 +324,7 @@ export async function* followFile(options: FollowOptions): AsyncGenerator<Follow
       notice(`${path}: the saved position ${offset} is past the file's end (${info.size}); reading it from its start`);
       offset = 0;
     }
-    current = Object.assign(fileReader(handle, path, identity, offset, offset === 0 ? 0 : (saved?.line ?? 0), maxLines), {
+    current = Object.assign(fileReader(handle, path, identity, offset, offset === 0 ? 0 : (saved?.line ?? 0), maxLines, maxLineBytes), {
       ino: info.ino,
       dev: info.dev,
     });

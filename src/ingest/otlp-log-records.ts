@@ -259,8 +259,9 @@ export function otlpLogRecords(request: ExportLogsServiceRequest, mapping: OtlpM
             conversion.records.push({ log: requestRecord(attributes, time, { appId, versionId, moduleId }, requestId), where });
             return;
           }
-          const hour = new Date(Number(time / 1000n)).toISOString().slice(0, 13).replace(/[-T]/g, "");
-          const requestId = traced ? hex(record.traceId) : `otlp-${resourceKey}-${hour}`;
+          // A minute's lines a request: an hour's of a busy service passed what one request may hold (max-request-lines).
+          const minute = new Date(Number(time / 1000n)).toISOString().slice(0, 16).replace(/[-T:]/g, "");
+          const requestId = traced ? hex(record.traceId) : `otlp-${resourceKey}-${minute}`;
           const key = JSON.stringify([appId, moduleId, versionId, requestId]);
           let group = groups.get(key);
           if (!group) {

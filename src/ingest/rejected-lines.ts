@@ -14,7 +14,8 @@ export interface Rejection {
  * (so it can be fixed and imported again).
  */
 export interface RejectedLines {
-  add(rejection: Rejection, text: string): void;
+  /** Counts a rejected line; its text goes to the reject file (undefined: a line not kept, too long to read). */
+  add(rejection: Rejection, text: string | undefined): void;
   readonly count: number;
   /** The first rejections, at most `show`. */
   readonly first: readonly Rejection[];
@@ -43,7 +44,7 @@ export function createRejectedLines(options: {
         first.push(rejection);
         options.report?.(rejection);
       }
-      out?.write(`${text}\n`);
+      if (text !== undefined) out?.write(`${text}\n`);
     },
     get count() {
       return count;

@@ -41,10 +41,39 @@ function load(path: string): Map<string, FilePosition> {
   } catch (err) {
     throw new Error(`the state file ${path} is not JSON (${(err as Error).message}); move it away to start over`, { cause: err });
   }
-  if (parsed.version !== 1 || !Array.isArray(parsed.files)) {
+  if (parsed === null || typeof parsed !== "object" || parsed.version !== 1 || !Array.isArray(parsed.files)) {
     throw new Error(`the state file ${path} is not a reqlog ship state (version 1); move it away to start over`);
   }
+  parsed.files.forEach((file, i) => {
+    const problem = positionProblem(file);
+    if (problem !== undefined) {
+      throw new Error(
+        `the state file ${path} is corrupt: files[${i}]${problem}; move it away to start over ` +
+          "(its files are then read from their start, and the lines sent before are stored once: their ids come from the file and the line's offset)",
+      );
+    }
+  });
   return new Map(parsed.files.map((f) => [f.identity, f]));
+}
+
+const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+/**
+ * What is wrong with a saved position, if anything: a position that is not a
+ * whole byte offset would be read from another place and name its lines by
+ * other ids, so they would be stored again (`"offset": "abc"` sent the whole
+ * file again under ids ending in "abc0", "abc123"...).
+ */
+function positionProblem(file: unknown): string | undefined {
+  if (file === null || typeof file !== "object") return ` is ${JSON.stringify(file)}, not a file's position`;
+  const { path, identity, offset, line } = file as Record<string, unknown>;
+  if (typeof path !== "string" || path === "") return `.path is ${JSON.stringify(path)}, not a path`;
+  if (typeof identity !== "string" || !/^[0-9a-f]{16}$/.test(identity)) {
+    return `.identity is ${JSON.stringify(identity)}, not a file identity (16 hex digits)`;
+  }
+  if (!isCount(offset)) return `.offset is ${JSON.stringify(offset)}, not a byte offset (a whole number ≥ 0)`;
+  if (!isCount(line)) return `.line is ${JSON.stringify(line)}, not a line count (a whole number ≥ 0)`;
+  return undefined;
 }
 
 function save(path: string, positions: ReadonlyMap<string, FilePosition>): void {

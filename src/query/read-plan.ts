@@ -45,9 +45,10 @@ export interface ReadPlan {
   /**
    * How many rows a scan examines, and how long it runs, before it returns
    * what it found (the row that crosses the row budget is still checked:
-   * `rows + 1` at most).
+   * `rows + 1` at most); and how many bytes of records (with their app
+   * lines when asked for) a page holds before it ends early (page-bytes.ts).
    */
-  budget: { rows: number; ms: number };
+  budget: { rows: number; ms: number; bytes: number };
 }
 
 export const defaultCount = 20;
@@ -154,6 +155,6 @@ export function planRead(request: LogReadRequest, limits: Limits, offsets: Offse
       ? { perRequest: has(f.appLogsPerRequest) && request.appLogsPerRequest > 0 ? request.appLogsPerRequest : undefined }
       : undefined,
     combinedExtras: request.includeAll ? "all" : request.includeHost ? "host" : "none",
-    budget: { rows: limits.readScanRows, ms: limits.readScanMs },
+    budget: { rows: limits.readScanRows, ms: limits.readScanMs, bytes: limits.maxReadBytes },
   };
 }

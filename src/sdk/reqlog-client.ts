@@ -8,6 +8,10 @@ import { type BatchingLogger, type BatchingOptions, createBatchingLogger, type L
 import { type CapturedLine, encodeLines, type RecordIdentity } from "./record-encoder.js";
 import { createRedactor, type Redactor } from "../write/redactor.js";
 
+/** Lines (and bytes of them) one process request takes before the next lines start another. */
+const processRequestLines = 10_000;
+const processRequestBytes = 1024 * 1024;
+
 export interface ReqlogClientOptions extends BatchingOptions {
   /**
    * HOST:PORT of reqlog's gRPC port, or a URL (http://…, https://…); several
@@ -64,7 +68,7 @@ export interface ReqlogClient {
   readonly instance: string;
   /** The app, module, version and instance every record is written with. */
   readonly identity: RecordIdentity;
-  /** The request id lines written outside any request are filed under. */
+  /** The request id lines written outside any request are filed under now (a new one every 10,000 lines or 1 MiB). */
   readonly processRequestId: string;
   /** Maximums of one request's app lines, for the middleware. */
   readonly maxLinesPerRequest: number;
@@ -146,14 +150,27 @@ export function createReqlogClient(options: ReqlogClientOptions): ReqlogClient {
   // Lines written outside any request: gathered for a moment, then sent as
   // the lines of one request per process that has no record (it reads as in
   // progress: `reqlog read --include-incomplete --request-id <processRequestId>`).
-  const processRequestId = `${instance}/process/${Date.now()}`;
+  // A process request takes at most processRequestLines lines (or
+  // processRequestBytes of them), then the next lines start another, well
+  // within what the server lets one request hold (--max-request-lines).
+  let processStart = Date.now();
+  let processRequestId = `${instance}/process/${processStart}`;
+  let processSent = { lines: 0, bytes: 0 };
   let processLines: CapturedLine[] = [];
   let processTimer: NodeJS.Timeout | undefined;
   const sendProcessLines = () => {
     if (processTimer) clearTimeout(processTimer);
     processTimer = undefined;
     if (processLines.length === 0) return;
+    const bytes = processLines.reduce((sum, line) => sum + Buffer.byteLength(line.message), 0);
+    if (processSent.lines > 0 && (processSent.lines + processLines.length > processRequestLines || processSent.bytes + bytes > processRequestBytes)) {
+      processStart = Math.max(Date.now(), processStart + 1);
+      processRequestId = `${instance}/process/${processStart}`;
+      processSent = { lines: 0, bytes: 0 };
+    }
     logger.offer(encodeLines(identity, processRequestId, processLines));
+    processSent.lines += processLines.length;
+    processSent.bytes += bytes;
     processLines = [];
   };
   const removeSink = addProcessSink((level, message, time) => {
@@ -170,7 +187,9 @@ export function createReqlogClient(options: ReqlogClientOptions): ReqlogClient {
     version,
     instance,
     identity,
-    processRequestId,
+    get processRequestId() {
+      return processRequestId;
+    },
     maxLinesPerRequest,
     maxLineBytes,
     redact,

@@ -47,6 +47,8 @@ function createWaker(signal: AbortSignal) {
  */
 export function createTailService({ store, limits, offsets: offsetCodec }: HandlerDeps): TailService {
   const open = new Set<AbortController>();
+  /** Open tails by the id of the token that opened them. */
+  const perToken = new Map<number, number>();
 
   async function* follow(request: LogReadRequest, call: Parameters<TailService["follow"]>[1]) {
     if (request.requestId.length > 0 || request.offset) {
@@ -55,11 +57,18 @@ export function createTailService({ store, limits, offsets: offsetCodec }: Handl
     const plan = planRead(request, limits, await offsetCodec());
     call.authorize([plan.appId]);
     if (open.size >= limits.maxTails) throw exceeded(limits, "maxTails", open.size + 1, "number of open Tail calls");
+    // A token's share of the pool: one reader cannot take every tail. Open servers (loopback, no tokens) have one caller.
+    const owner = call.principal.kind === "token" ? call.principal.token.id : undefined;
+    const owned = owner === undefined ? 0 : (perToken.get(owner) ?? 0);
+    if (owner !== undefined && owned >= limits.maxTailsPerToken) {
+      throw exceeded(limits, "maxTailsPerToken", owned + 1, "number of open Tail calls of this token", "end one first");
+    }
 
     // Ended by the caller (cancel, deadline) or by the server (shutdown).
     const ended = new AbortController();
     const signal = AbortSignal.any([call.signal, ended.signal]);
     open.add(ended);
+    if (owner !== undefined) perToken.set(owner, owned + 1);
     try {
       const waker = createWaker(signal);
       await store.subscribe(waker.wake, signal);
@@ -83,6 +92,11 @@ export function createTailService({ store, limits, offsets: offsetCodec }: Handl
       throw err;
     } finally {
       open.delete(ended);
+      if (owner !== undefined) {
+        const left = perToken.get(owner)! - 1;
+        if (left === 0) perToken.delete(owner);
+        else perToken.set(owner, left);
+      }
       ended.abort(); // unsubscribes
     }
   }

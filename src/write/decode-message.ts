@@ -1,4 +1,5 @@
 import { type DescMessage, fromBinary, type MessageShape } from "@bufbuild/protobuf";
+import { exceeded } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 
 /**
@@ -13,4 +14,9 @@ export function decodeMessage<Desc extends DescMessage>(schema: Desc, bytes: Uin
     const reason = err instanceof Error ? err.message : String(err);
     throw ReqlogError.invalid(`cannot decode ${schema.typeName}: ${reason}`);
   }
+}
+
+/** A request message over max-message-bytes, in the same words on both ports (`size` may be "more than N"). */
+export function messageTooLarge(maxMessageBytes: number, size: number | string): ReqlogError {
+  return exceeded({ maxMessageBytes }, "maxMessageBytes", `${size} bytes`, "request message");
 }

@@ -17,6 +17,22 @@ function shown(usec: bigint): string {
   return usec >= 0n && usec <= lastIsoTime ? new Date(Number(usec / 1000n)).toISOString() : `${usec} µs`;
 }
 
+/** Units a time ahead of the clock is told in: the largest of which it holds at least two. */
+const aheadUnits: [bigint, string][] = [
+  [31_557_600_000_000n, "years"], // 365.25 days
+  [86_400_000_000n, "days"],
+  [3_600_000_000n, "hours"],
+  [60_000_000n, "minutes"],
+  [1_000_000n, "seconds"],
+];
+
+/** How far ahead `usec` is, as a person says it: "3 days", "more than 26 hours", "292271 years". */
+export function aheadText(usec: bigint): string {
+  const [unit, name] = aheadUnits.find(([unit]) => usec >= 2n * unit) ?? aheadUnits.at(-1)!;
+  const whole = usec / unit;
+  return `${usec % unit === 0n ? "" : "more than "}${whole} ${name}`;
+}
+
 /**
  * Refuses a time a writer gave that lies more than max-future-seconds ahead
  * of the server's clock (`latest`, from latestTime): such a record would sort
@@ -30,12 +46,12 @@ export function checkNotFuture(
   latest: bigint,
 ): void {
   if (time <= latest) return;
-  const ahead = (time - latest) / 1_000_000n + BigInt(limits.maxFutureSeconds);
+  const now = latest - BigInt(limits.maxFutureSeconds) * 1_000_000n;
   throw exceeded(
     limits,
     "maxFutureSeconds",
-    ahead.toString(),
-    `how far ${where} (${shown(time)}) lies ahead of the server's clock, in seconds,`,
+    `${aheadText(time - now)} ahead of the server's clock`,
+    `${where}, ${shown(time)},`,
     "times are microseconds since 1970-01-01T00:00:00Z",
   );
 }

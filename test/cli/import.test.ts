@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mainScript, runCli } from "../../bench/harness/child-server.js";
 import { readAll } from "../helpers/read-all.js";
@@ -72,6 +73,40 @@ describe("reqlog import of a malformed file", () => {
       { file: log, line: 6, problem: 'not in the combined or common format: expected $status (a 3-digit status) at column 78, found "2x0 12 \\"-\\" \\"-\\""' },
       { file: log, line: 7, problem: '$time_local "18/Nov/2026:25:06:40 +0000" is not a valid time' },
     ]);
+  });
+
+  it("rejects a line longer than --max-line-length alone, with its file and line, and stores the lines around it", async () => {
+    const log = join(folder, "long.log");
+    // 10 MB: the parser's regex ran out of stack on it, and the whole import failed with no file:line.
+    const long = `203.0.113.9 - - [18/Nov/2026:11:06:40 +0000] "GET /${"a".repeat(10_000_000)} HTTP/1.1" 200 12 "-" "-"`;
+    writeFileSync(log, `${good(1)}\n${long}\n${good(3)}\n`);
+    const rejects = join(folder, "rejected.log");
+    const { code, stdout, stderr } = await importing("--reject-file", rejects, log);
+    expect(code).toBe(1);
+    expect(stderr).toBe(`${log}:2: the line is ${Buffer.byteLength(long)} bytes long, over --max-line-length=1048576\n`);
+    expect(stdout).toMatch(new RegExp(`^imported ${log}: 3 lines, 2 records stored, 1 rejected, in `));
+    expect((await readAll(ts.client, "forge")).map((r) => r.resource).sort()).toEqual(["/api/v1/teams/1", "/api/v1/teams/3"]);
+    // Not kept, so not in the reject file.
+    expect(readFileSync(rejects, "utf8")).toBe("");
+    const small = await importing("--max-line-length", "50", log);
+    expect(small.stderr).toMatch(new RegExp(`^${log}:1: the line is \\d+ bytes long, over --max-line-length=50\n`));
+  });
+
+  it("imports the lines of a truncated gzip up to where it stops, says where, and exits 1", async () => {
+    const log = join(folder, "access.log.gz");
+    const whole = gzipSync(Buffer.from(`${Array.from({ length: 2000 }, (_, i) => good(i)).join("\n")}\n`));
+    writeFileSync(log, whole.subarray(0, Math.floor(whole.length / 2)));
+    const { code, stdout, stderr } = await importing("--json", log);
+    expect(code).toBe(1);
+    expect(stderr).toBe("");
+    const summary = JSON.parse(stdout);
+    expect(summary.lines).toBeGreaterThan(0);
+    expect(summary.lines).toBeLessThan(2000);
+    expect(summary.records).toBe(summary.lines);
+    expect(summary.stopped).toEqual([
+      expect.stringMatching(new RegExp(`^${log}: unexpected end of file after line ${summary.lines} \\(byte \\d+ of its text\\); its [\\d,]+ lines before that are imported, the rest of it is not$`)),
+    ]);
+    expect((await readAll(ts.client, "forge")).length).toBe(summary.lines);
   });
 
   it("names trailing text after the last field, in a format given with --format", async () => {

@@ -89,7 +89,26 @@ async function expectOver(call: Promise<unknown>, name: LimitName, value: number
   expect(refused.details).toMatch(new RegExp(`, over the limit ${limitFlag(name)}=${value}(:|$)`));
 }
 
+/** With one Tail open, a second is refused over a limit of 1. */
+async function expectSecondTailOver(client: TestClient, name: LimitName) {
+  const first = new AbortController();
+  const inPlace = new Promise<void>((resolve) => {
+    const tail = client.tail({ appId: "forge" }, { signal: first.signal, onHeader: () => resolve() });
+    tail[Symbol.asyncIterator]().next().catch(() => undefined);
+  });
+  try {
+    await inPlace;
+    const second = client.tail({ appId: "forge" })[Symbol.asyncIterator]().next();
+    await expectOver(second, name, 1);
+  } finally {
+    first.abort();
+  }
+}
+
 const writeOf = (...logs: Parameters<typeof minimalLog>[0][]) => ({ log: logs.map((l) => minimalLog(l)) });
+/** `count` app lines of one record, at t0, t0+1…, each with `message`. */
+const appLines = (count: number, message = "m") =>
+  Array.from({ length: count }, (_, i) => create(LogLineSchema, { time: t0 + BigInt(i), level: 1, logMessage: message }));
 
 /** Writes n records, r0 (oldest) … r{n-1}, 1000 per Write. */
 async function writeMany(client: TestClient, n: number) {
@@ -111,17 +130,19 @@ const probes: Record<LimitName, Probe> = {
   },
   maxLinesPerFlush: {
     value: 2,
-    check: (client) => {
-      const line = Array.from({ length: 3 }, (_, i) => create(LogLineSchema, { time: t0 + BigInt(i), level: 1, logMessage: "m" }));
-      return expectOver(client.write(writeOf({ line })), "maxLinesPerFlush", 2);
-    },
+    check: (client) => expectOver(client.write(writeOf({ line: appLines(3) })), "maxLinesPerFlush", 2),
   },
   maxLineBytes: {
     value: 10,
-    check: (client) => {
-      const line = [create(LogLineSchema, { time: t0, level: 1, logMessage: "x".repeat(11) })];
-      return expectOver(client.write(writeOf({ line })), "maxLineBytes", 10);
-    },
+    check: (client) => expectOver(client.write(writeOf({ line: appLines(1, "x".repeat(11)) })), "maxLineBytes", 10),
+  },
+  maxRequestLines: {
+    value: 2,
+    check: (client) => expectOver(client.write(writeOf({ line: appLines(3) })), "maxRequestLines", 2),
+  },
+  maxRequestLineBytes: {
+    value: 10,
+    check: (client) => expectOver(client.write(writeOf({ line: appLines(1, "x".repeat(11)) })), "maxRequestLineBytes", 10),
   },
   maxFutureSeconds: {
     value: 60,
@@ -173,6 +194,17 @@ const probes: Record<LimitName, Probe> = {
       expect(page.lastEndTime).toBeGreaterThan(t0);
     },
   },
+  maxReadBytes: {
+    value: 1000,
+    async check(client) {
+      const line = [create(LogLineSchema, { time: t0, level: 1, logMessage: "x".repeat(600) })];
+      await client.write(writeOf(...["a", "b", "c"].map((id, i) => ({ requestId: rid(id), endTime: t0 + BigInt(i), line }))));
+      // 600 bytes of lines each: one record a page under 1000 bytes.
+      const page = await client.read({ appId: "forge", count: 3n, includeAppLogs: true });
+      expect(page.log.map((l) => new TextDecoder().decode(l.requestId))).toEqual(["c"]);
+      expect(page.offset).toBeDefined();
+    },
+  },
   maxUsageRecords: {
     value: 3,
     check: (client) => expectOver(client.usage({ appId: "forge", startTime: 0, endTime: 4 * 3600, resolutionHours: 1 }), "maxUsageRecords", 3),
@@ -201,23 +233,8 @@ const probes: Record<LimitName, Probe> = {
       await expectOver(readQueryAnswer(client.query({ appId: "forge", query: "* | stats by (status) count()" })), "maxQueryGroups", 2);
     },
   },
-  maxTails: {
-    value: 1,
-    async check(client) {
-      const first = new AbortController();
-      const inPlace = new Promise<void>((resolve) => {
-        const tail = client.tail({ appId: "forge" }, { signal: first.signal, onHeader: () => resolve() });
-        tail[Symbol.asyncIterator]().next().catch(() => undefined);
-      });
-      try {
-        await inPlace;
-        const second = client.tail({ appId: "forge" })[Symbol.asyncIterator]().next();
-        await expectOver(second, "maxTails", 1);
-      } finally {
-        first.abort();
-      }
-    },
-  },
+  maxTails: { value: 1, check: (client) => expectSecondTailOver(client, "maxTails") },
+  maxTailsPerToken: { value: 1, token: true, check: (client) => expectSecondTailOver(client, "maxTailsPerToken") },
   rateLimit: {
     value: 3,
     token: true,

@@ -36,6 +36,39 @@ describe("reqlog ship without --follow (a cron job)", () => {
     expect(JSON.parse(readFileSync(state, "utf8")).files[0]).toMatchObject({ offset: readFileSync(log).length, line: 6 });
   });
 
+  it("refuses a corrupt state file with a clear message instead of sending the file again under other ids", async () => {
+    const log = join(folder, "access.log");
+    const state = join(folder, "state.json");
+    writeFileSync(log, line(1) + line(2));
+    const ship = () => runCli(["ship", "--server", ts.server.address, "--app", "forge", "--state", state, log]);
+    expect((await ship()).code).toBe(0);
+    const saved = JSON.parse(readFileSync(state, "utf8"));
+    for (const [offset, shown] of [["abc", '"abc"'], [-50, "-50"], [1.5, "1.5"]] as const) {
+      writeFileSync(state, JSON.stringify({ ...saved, files: [{ ...saved.files[0], offset }] }));
+      const refused = await ship();
+      expect([refused.code, refused.stderr]).toEqual([
+        2,
+        `reqlog: the state file ${state} is corrupt: files[0].offset is ${shown}, not a byte offset (a whole number ≥ 0); move it away to start over ` +
+          "(its files are then read from their start, and the lines sent before are stored once: their ids come from the file and the line's offset)\n",
+      ]);
+    }
+    // Moved away: the file is read again from its start and stored once.
+    rmSync(state);
+    expect((await ship()).stdout).toBe(`shipped ${log}: 2 lines read, 2 records stored, 0 rejected\n`);
+    expect(await readAll(ts.client, "forge")).toHaveLength(2);
+  });
+
+  it("rejects a line longer than --max-line-length alone and ships on past it", async () => {
+    const log = join(folder, "access.log");
+    const state = join(folder, "state.json");
+    writeFileSync(log, `${line(1)}${"x".repeat(3_000_000)}\n${line(3)}`);
+    const shipped = await runCli(["ship", "--server", ts.server.address, "--app", "forge", "--state", state, log]);
+    expect(shipped.code).toBe(1);
+    expect(shipped.stderr).toContain(`${log}:2: the line is 3000000 bytes long, over --max-line-length=1048576\n`);
+    expect(shipped.stdout).toBe(`shipped ${log}: 3 lines read, 2 records stored, 1 rejected\n`);
+    expect(JSON.parse(readFileSync(state, "utf8")).files[0]).toMatchObject({ offset: readFileSync(log).length, line: 3 });
+  });
+
   it("refuses stdin, and a state file another ship holds", async () => {
     const refused = await runCli(["ship", "--app", "forge", "-"]);
     expect([refused.code, refused.stderr]).toEqual([2, "reqlog: ship follows files by their path: for stdin, use reqlog import -\n"]);

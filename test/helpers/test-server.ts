@@ -16,6 +16,7 @@ import type { RunningServer } from "../../src/grpc/server.js";
 import { dashboardPages } from "../../src/http/dashboard-pages.js";
 import { defaultLimits, type Limits } from "../../src/limits.js";
 import { createLogger } from "../../src/logger.js";
+import { type ConnectionLimits, defaultConnectionLimits } from "../../src/net/connection-guard.js";
 import { type ReqlogServer, type ReqlogServerOptions, startReqlogServer } from "../../src/reqlog-server.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { defaultPrivacyOptions, type PrivacyOptions } from "../../src/write/privacy.js";
@@ -44,6 +45,8 @@ export interface TestServerOptions {
   appMetrics?: ReqlogServerOptions["appMetrics"];
   /** Alertmanager whose alerts the Alerts RPC shows. */
   alertmanager?: ReqlogServerOptions["alertmanager"];
+  /** Connections held on each port and their timeouts (the defaults otherwise). */
+  connections?: Partial<ConnectionLimits>;
   /** TLS for the server; the client then connects with `clientTls`. */
   credentials?: ServerCredentials;
   clientTls?: SecureClientSessionOptions;
@@ -90,6 +93,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     path: options.dbPath ?? join(folder!, "reqlog.db"),
     readWorkers: options.readWorkers,
     now: () => now,
+    requestLines: { ...defaultLimits, ...options.limits },
   });
   const reqlog = await startReqlogServer(backend, {
     listen: options.listen ?? "127.0.0.1:0",
@@ -104,6 +108,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     privacy: { ...defaultPrivacyOptions, ...options.privacy },
     appMetrics: options.appMetrics,
     alertmanager: options.alertmanager,
+    connections: { ...defaultConnectionLimits, ...options.connections },
   });
   const server = reqlog.grpc;
   const clients: TestClient[] = [];

@@ -3,12 +3,12 @@ import { describe, expect, it } from "vitest";
 import { identityOf, lineRequestId } from "../../src/ingest/file-identity.js";
 import { lineChunks } from "../../src/ingest/line-chunks.js";
 
-async function collect(pieces: Uint8Array[], maxLines: number) {
+async function collect(pieces: Uint8Array[], maxLines: number, maxLineBytes?: number) {
   async function* stream() {
     yield* pieces;
   }
   const chunks = [];
-  for await (const chunk of lineChunks(stream(), maxLines)) chunks.push(chunk);
+  for await (const chunk of lineChunks(stream(), maxLines, maxLineBytes)) chunks.push(chunk);
   return chunks;
 }
 
@@ -28,14 +28,15 @@ function model(text: string): { lines: string[]; starts: number[] } {
 }
 
 describe("lines of a byte stream, property", () => {
-  it("gives every line once with its byte offset and line number, however the bytes are split and chunked", async () => {
+  it("gives every line once with its byte offset and line number, however the bytes are split and chunked, lines over the maximum as their length", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.string({ unit: "grapheme", maxLength: 40 }).map((s) => s.replace(/\n/g, "")), { minLength: 1, maxLength: 40 }),
         fc.boolean(),
         fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 8 }),
         fc.integer({ min: 1, max: 7 }),
-        async (lines, finalBreak, cuts, maxLines) => {
+        fc.integer({ min: 1, max: 120 }),
+        async (lines, finalBreak, cuts, maxLines, maxLineBytes) => {
           const text = lines.join("\n") + (finalBreak ? "\n" : "");
           const bytes = Buffer.from(text);
           const pieces: Uint8Array[] = [];
@@ -44,14 +45,22 @@ describe("lines of a byte stream, property", () => {
             pieces.push(bytes.subarray(at, at + size));
             at += size;
           }
-          const chunks = await collect(pieces, maxLines);
+          const chunks = await collect(pieces, maxLines, maxLineBytes);
           const expected = model(text);
+          const tooLong = new Map<number, number>();
+          expected.lines = expected.lines.map((line, i) => {
+            const bytes = Buffer.byteLength(line);
+            if (bytes <= maxLineBytes) return line;
+            tooLong.set(expected.starts[i]!, bytes);
+            return "";
+          });
           if (bytes.length === 0) {
             expect(chunks).toEqual([]);
             return;
           }
           expect(chunks.flatMap((c) => c.lines)).toEqual(expected.lines);
           expect(chunks.flatMap((c) => c.starts)).toEqual(expected.starts);
+          expect(new Map(chunks.flatMap((c) => [...(c.tooLong ?? [])]))).toEqual(tooLong);
           let line = 1;
           for (const chunk of chunks) {
             expect(chunk.lines.length).toBeLessThanOrEqual(maxLines);
@@ -64,6 +73,19 @@ describe("lines of a byte stream, property", () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("gives the complete lines read before the stream fails, then its error", async () => {
+    async function* truncated() {
+      yield Buffer.from("first line\nsecond line\nthird, cut");
+      throw new Error("unexpected end of file");
+    }
+    const chunks: string[][] = [];
+    const failed = (async () => {
+      for await (const chunk of lineChunks(truncated(), 100)) chunks.push(chunk.lines);
+    })();
+    await expect(failed).rejects.toThrow("unexpected end of file");
+    expect(chunks).toEqual([["first line", "second line"]]);
   });
 
   it("names a file by its first line, so a copy or a longer version of it is the same file", () => {

@@ -119,7 +119,7 @@ function checkArrived(records: RequestLog[]) {
   ]);
   // The line outside any request: the resource's request of that hour, in progress (it has no record).
   const perResource = records.find((r) => new TextDecoder().decode(r.requestId).startsWith("otlp-"))!;
-  expect(new TextDecoder().decode(perResource.requestId)).toMatch(/^otlp-[0-9a-f]{16}-2026111811$/);
+  expect(new TextDecoder().decode(perResource.requestId)).toMatch(/^otlp-[0-9a-f]{16}-2026111811\d\d$/);
   expect(perResource.finished).toBe(false);
   expect(perResource.line.map((l) => [l.level, l.logMessage])).toEqual([[3, '{"event":"cache evicted","keys":12}']]);
   expect(records).toHaveLength(2);

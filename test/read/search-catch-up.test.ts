@@ -18,7 +18,7 @@ const regexRead = (pattern: string): ReadPlan => ({
   combinedRegex: pattern,
   count: 100,
   combinedExtras: "none",
-  budget: { rows: 1_000_000, ms: 1_000_000 },
+  budget: { rows: 1_000_000, ms: 1_000_000, bytes: 1_000_000_000 },
 });
 
 const record = (i: number, resource: string) =>

@@ -142,7 +142,7 @@ describe("the search index", () => {
     combinedRegex: pattern,
     count,
     combinedExtras: "none",
-    budget: { rows: 1_000_000_000, ms: 1_000_000_000 },
+    budget: { rows: 1_000_000_000, ms: 1_000_000_000, bytes: 1_000_000_000 },
     ...(after ? { after } : {}),
     ...(window ? { startTime: t0 + BigInt(window[0]) * 100n, endTime: t0 + BigInt(window[1]) * 100n } : {}),
   });

@@ -5,7 +5,7 @@ import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type CallFailure, callError, failureOf } from "../helpers/test-client.js";
 import { type ReadInit, useTestServer } from "../helpers/test-server.js";
 
-const ts = useTestServer({ limits: { maxTails: 2 } });
+const ts = useTestServer({ limits: { maxTails: 2, maxTailsPerToken: 1 } });
 const write = ts.write;
 const ids = (logs: RequestLog[]) => logs.map((l) => new TextDecoder().decode(l.requestId));
 
@@ -29,11 +29,11 @@ interface Tail {
  * headers came: the server sends them once it has subscribed); rejects
  * with the call's error if the server refuses it.
  */
-async function tail(init: ReadInit = {}): Promise<Tail> {
+async function tail(init: ReadInit = {}, client = ts.client): Promise<Tail> {
   const abort = new AbortController();
   let inPlace!: () => void;
   const headers = new Promise<void>((resolve) => (inPlace = resolve));
-  const replies = ts.client.tail({ appId: "forge", ...init }, { signal: abort.signal, onHeader: () => inPlace() });
+  const replies = client.tail({ appId: "forge", ...init }, { signal: abort.signal, onHeader: () => inPlace() });
   const records: RequestLog[] = [];
   const listeners = new Set<() => void>();
   let stalled: { until: Promise<void>; resume(): void } | undefined;
@@ -169,6 +169,23 @@ describe("Tail", () => {
       reason: "INVALID_REQUEST",
     });
     a.cancel();
+    b.cancel();
+  });
+
+  it("refuses a token more open tails than max-tails-per-token, leaving the rest of the pool to other tokens", async () => {
+    const token = async (name: string) => ts.connect({ token: (await ts.backend.tokens.create({ name, scopes: ["read:logs"], apps: ["forge"] })).token });
+    const [reader, other] = [await token("reader"), await token("other")];
+    const a = await tail({}, reader);
+    expect(await callError(tail({}, reader))).toEqual({
+      code: Code.RESOURCE_EXHAUSTED,
+      details: "number of open Tail calls of this token is 2, over the limit max-tails-per-token=1: end one first",
+      reason: "INVALID_REQUEST",
+    });
+    const b = await tail({}, other);
+    // Once the first ends, its token may open another.
+    a.cancel();
+    await a.ended;
+    await vi.waitFor(async () => (await tail({}, reader)).cancel());
     b.cancel();
   });
 

@@ -94,6 +94,19 @@ describe("log outside a request", () => {
     expect(process!.line[1]!.logMessage).toMatch(/^Error: config file missing\n    at /);
   });
 
+  it("starts another process request after 10,000 lines, so none passes what the server lets one request hold", async () => {
+    const reqlog = open();
+    const first = reqlog.processRequestId;
+    for (let i = 0; i < 10_000; i++) log.info("line %d", i);
+    await reqlog.flush({ timeoutMs: 10_000 });
+    log.info("one more");
+    await reqlog.flush({ timeoutMs: 5000 });
+    expect(reqlog.processRequestId).not.toBe(first);
+    const requests = await readAll(reqlog.rpc, "forge");
+    const lines = new Map(requests.map((r) => [idOf(r), r.line.length]));
+    expect(lines).toEqual(new Map([[first, 10_000], [reqlog.processRequestId, 1]]));
+  });
+
   it("is dropped and counted while no client is open", async () => {
     const reqlog = open();
     await reqlog.close();

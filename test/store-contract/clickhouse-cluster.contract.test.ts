@@ -97,14 +97,14 @@ describe("a ClickHouse cluster of two shards", () => {
   });
 });
 
-describeStoreContract("ClickHouse (two shards)", async (now) => {
+describeStoreContract("ClickHouse (two shards)", async (now, requestLines) => {
   await emptyShards();
-  return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now }));
+  return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now, requestLines }));
 }, clickhouseQueryRuns);
 
-describeStoreContract("ClickHouse (two shards, two servers)", async (now) => {
+describeStoreContract("ClickHouse (two shards, two servers)", async (now, requestLines) => {
   await emptyShards();
   return reopenable(() =>
-    openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now })),
+    openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now, requestLines })),
   );
 }, clickhouseQueryRuns);

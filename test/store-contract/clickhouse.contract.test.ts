@@ -45,10 +45,10 @@ afterAll(async () => {
 let databases = 0;
 
 // A database of its own per test, as `reqlog serve --store clickhouse` opens one.
-describeStoreContract("ClickHouse (one node)", async (now) => {
+describeStoreContract("ClickHouse (one node)", async (now, requestLines) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   return reopenable(
-    () => openClickHouseBackend({ url: server.url, database, now }),
+    () => openClickHouseBackend({ url: server.url, database, now, requestLines }),
     async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
@@ -56,10 +56,10 @@ describeStoreContract("ClickHouse (one node)", async (now) => {
 }, clickhouseQueryRuns);
 
 // Two servers on one database (two backends, as two `reqlog serve` would be), every call alternating.
-describeStoreContract("ClickHouse (one node, two servers)", async (now) => {
+describeStoreContract("ClickHouse (one node, two servers)", async (now, requestLines) => {
   const database = `reqlog_contract_${process.pid}_${++databases}`;
   return reopenable(
-    () => openAlternating(() => openClickHouseBackend({ url: server.url, database, now })),
+    () => openAlternating(() => openClickHouseBackend({ url: server.url, database, now, requestLines })),
     async () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },

@@ -54,6 +54,7 @@ import type {
 import { ipInRanges, parseIpRange } from "../../src/domain/ip-range.js";
 import type { DeletePlan } from "../../src/query/delete-plan.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
+import type { RequestLineCap } from "../../src/write/request-line-cap.js";
 import { type StatsFacts, statsFactsOf } from "../../src/write/stats-facts.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { describeQueries } from "./query-contract.js";
@@ -77,11 +78,15 @@ export interface OpenedBackend {
 }
 
 /**
- * Opens a backend on fresh, empty storage with `now` as its clock (µs). It
- * is called once per test (and once more by the test that needs a second,
- * separate storage); `reopen` on the result restarts the same storage.
+ * Opens a backend on fresh, empty storage with `now` as its clock (µs) and
+ * `requestLines` as what a request may hold of app lines. It is called once
+ * per test (and once more by the test that needs a second, separate
+ * storage); `reopen` on the result restarts the same storage.
  */
-export type OpenBackend = (now: () => bigint) => Promise<OpenedBackend>;
+export type OpenBackend = (now: () => bigint, requestLines: RequestLineCap) => Promise<OpenedBackend>;
+
+/** The contract's cap on a request's app lines: small, so a test reaches it. */
+const lineCap: RequestLineCap = { maxRequestLines: 1000, maxRequestLineBytes: 256 * 1024 };
 
 /**
  * An OpenedBackend on the storage `open` opens: `reopen` closes the backend
@@ -265,7 +270,7 @@ function useBackend(open: OpenBackend): Harness {
 
   beforeEach(async () => {
     h.now = t0;
-    opened = await open(() => h.now);
+    opened = await open(() => h.now, lineCap);
     offsets = createOffsetCodec(await h.store.offsetKey(signal));
   });
   afterEach(async () => {
@@ -501,6 +506,32 @@ function describeWrites(h: Harness): void {
       expect(await h.write(a())).toEqual({ records: 1, lines: 0 });
       expect(await h.stored("a")).toEqual([asStored(a(), [logLine(t0 + 1n, 1, "one"), logLine(t0 + 2n, 2, "two")])]);
       expect(pageIds(await h.read({ includeIncomplete: true }))).toEqual(["a"]);
+    });
+
+    it("refuses a write that would take a request past its cap of app lines, storing none of it; lines stored already count once", async () => {
+      const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => logLine(t0 + BigInt(from + i), 1, `line ${from + i}`));
+      const max = lineCap.maxRequestLines;
+      expect(await h.flush(requestOf("big"), ...lines(0, max - 1))).toBe(max - 1);
+      // The same lines sent again are stored once, and counted once.
+      expect(await h.flush(requestOf("big"), ...lines(0, max - 1))).toBe(0);
+      const over = await failure(h.flush(requestOf("big"), ...lines(max - 1, 2)));
+      expect(over).toEqual({
+        code: Code.RESOURCE_EXHAUSTED,
+        message: `number of app lines of request "big" is ${max + 1}, over the limit max-request-lines=${max}: the lines stored before are kept; send further lines as another request`,
+      });
+      // One more fits, with the record.
+      expect(await h.write(minimalLog({ requestId: rid("big"), endTime: t0 + 5000n, line: lines(max - 1, 1) }))).toEqual({ records: 1, lines: 1 });
+      expect((await h.stored("big"))[0]!.line).toHaveLength(max);
+      expect((await failure(h.flush(requestOf("big"), ...lines(max, 1)))).code).toBe(Code.RESOURCE_EXHAUSTED);
+
+      // Bytes: five lines of 60,000 bytes are over 256 KiB, in one write or across two.
+      const wide = (from: number, n: number) => Array.from({ length: n }, (_, i) => logLine(t0 + BigInt(from + i), 1, `${from + i}`.padEnd(60_000, "x")));
+      const bytes = await failure(h.write(minimalLog({ requestId: rid("wide"), line: wide(0, 5) })));
+      expect(bytes.code).toBe(Code.RESOURCE_EXHAUSTED);
+      expect(bytes.message).toMatch(/^bytes of app lines of request "wide" is 300\d{3}, over the limit max-request-line-bytes=262144: /);
+      expect(await h.stored("wide")).toEqual([]);
+      expect(await h.flush(requestOf("wide"), ...wide(0, 4))).toBe(4);
+      expect((await failure(h.flush(requestOf("wide"), ...wide(4, 1)))).code).toBe(Code.RESOURCE_EXHAUSTED);
     });
 
     it("counts every record of a write, and only the lines that are new", async () => {
@@ -755,6 +786,27 @@ function describeReads(h: Harness): void {
 
 function describePaging(h: Harness): void {
   describe("paging", () => {
+    it("ends a page (and a batch of changes) before the record that would take it past max-read-bytes, and goes on from there", async () => {
+      const big = (i: number) => minimalLog({ requestId: rid(`b${i}`), endTime: t0 + BigInt(i), line: [logLine(t0, 1, `${i}`.padEnd(10_000, "x"))] });
+      const position = await h.store.changePosition(signal);
+      await h.write(...Array.from({ length: 7 }, (_, i) => big(i)));
+      const withLines: ReadInit = { count: 10n, includeAppLogs: true };
+      const pages = await h.walk(withLines, { maxReadBytes: 25_000 });
+      expect(pages.map(pageIds)).toEqual([["b6", "b5"], ["b4", "b3"], ["b2", "b1"], ["b0"]]);
+      // Without their lines the records are small: one page.
+      expect(pageIds(await h.read({ count: 10n }, { maxReadBytes: 25_000 }))).toEqual(["b6", "b5", "b4", "b3", "b2", "b1", "b0"]);
+      // A record over the budget alone is still returned, a page at a time.
+      expect((await h.walk(withLines, { maxReadBytes: 100 })).map(pageIds)).toEqual([["b6"], ["b5"], ["b4"], ["b3"], ["b2"], ["b1"], ["b0"]]);
+      // Request ids have no offset to go on from: over the budget they are refused, one alone is answered.
+      const ids = await failure(h.read({ requestId: [rid("b1"), rid("b2"), rid("b3")], includeAppLogs: true }, { maxReadBytes: 25_000 }));
+      expect(ids.code).toBe(Code.RESOURCE_EXHAUSTED);
+      expect(ids.message).toMatch(/^bytes of the records of these request ids is 30\d{3}, over the limit max-read-bytes=25000: ask for fewer ids at a time$/);
+      expect(pageIds(await h.read({ requestId: [rid("b1")], includeAppLogs: true }, { maxReadBytes: 100 }))).toEqual(["b1"]);
+
+      const followed = await h.follow(h.plan(withLines, { maxReadBytes: 25_000 }), position, 100);
+      expect(followed.batches.map((b) => b.records.map(idOf))).toEqual([["b0", "b1"], ["b2", "b3"], ["b4", "b5"], ["b6"]]);
+    });
+
     it("pages through every matching record once, newest first; the last page has no next", async () => {
       await writeSix(h);
       await h.write(minimalLog({ requestId: rid("r6"), endTime: t0 + 60n }), minimalLog({ appId: "other", requestId: rid("x") }));
@@ -1744,7 +1796,7 @@ function describeOffsetKey(h: Harness, open: OpenBackend): void {
     });
 
     it("differs between two storages", async () => {
-      const second = await open(() => h.now);
+      const second = await open(() => h.now, lineCap);
       try {
         expect(await second.backend.store.offsetKey(signal)).not.toEqual(await h.store.offsetKey(signal));
       } finally {

@@ -26,10 +26,10 @@ function failWritesOf(backend: SqliteBackend, requestId: Uint8Array): () => void
 }
 
 // A database file in a folder of its own, with read workers, as `reqlog serve` runs it.
-describeStoreContract("SQLite (file, 2 read workers)", async (now) => {
+describeStoreContract("SQLite (file, 2 read workers)", async (now, requestLines) => {
   const folder = mkdtempSync(join(tmpdir(), "reqlog-contract-"));
   return reopenable(
-    () => openSqliteBackend({ path: join(folder, "reqlog.db"), readWorkers: 2, now }),
+    () => openSqliteBackend({ path: join(folder, "reqlog.db"), readWorkers: 2, now, requestLines }),
     () => rmSync(folder, { recursive: true, force: true }),
     failWritesOf,
   );

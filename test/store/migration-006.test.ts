@@ -96,7 +96,7 @@ describe("migration 006 (search index and storage diet)", () => {
     backends.push(backend);
     const read = (pattern: string) =>
       backend.store.read(
-        { appId: "forge", includeIncomplete: true, combinedRegex: pattern, count: 10, combinedExtras: "none", budget: { rows: 1000, ms: 1000 } },
+        { appId: "forge", includeIncomplete: true, combinedRegex: pattern, count: 10, combinedExtras: "none", budget: { rows: 1000, ms: 1000, bytes: 1_000_000 } },
         signal,
       );
     const ids = async (pattern: string) => (await read(pattern)).records.map((r) => new TextDecoder().decode(r.log.requestId));

@@ -5,6 +5,8 @@ import { createCommittedWrites } from "../committed-writes.js";
 import { createClickHouseStatuses } from "./clickhouse-statuses.js";
 import { createClickHouseStore } from "./clickhouse-store.js";
 import { createClickHouseTokens } from "./clickhouse-tokens.js";
+import { defaultLimits } from "../../limits.js";
+import type { RequestLineCap } from "../../write/request-line-cap.js";
 import { createGroupCommit, type GroupWork } from "./write/group-commit.js";
 import { createKnownKeys, type KnownKeys } from "./write/known-keys.js";
 import { createRequestEraser } from "./write/request-eraser.js";
@@ -39,6 +41,8 @@ export interface ClickHouseBackendOptions {
    * run writes between a Read's queries, to pin down what a race can do.
    */
   interpose?: (sql: SqlClient) => SqlClient;
+  /** What one request may hold of app lines (default: the limits' defaults). */
+  requestLines?: RequestLineCap;
   /**
    * Whether regex Reads ask the search index (migration 005) for their
    * candidates when it narrows the pattern and the range holds more than a
@@ -154,7 +158,17 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
   const notify = () => {
     for (const listener of listeners) listener();
   };
-  const commit = createGroupCommit({ sql, slots, known, feed, scope: layout.cluster === undefined ? "group" : "request", now, notes, onCommit: notify });
+  const commit = createGroupCommit({
+    sql,
+    slots,
+    known,
+    feed,
+    scope: layout.cluster === undefined ? "group" : "request",
+    now,
+    notes,
+    cap: options.requestLines ?? defaultLimits,
+    onCommit: notify,
+  });
   const batcher = createWriteBatcher<GroupWork>(commit.commitGroup, (work) => work.touches.length);
   const records = createRecordReader(sql);
   const marks = () => slots.marks(now());

@@ -1,6 +1,8 @@
 import { stat } from "node:fs/promises";
 import type Database from "better-sqlite3";
 import { type Clock, systemClock } from "../../clock.js";
+import { defaultLimits } from "../../limits.js";
+import type { RequestLineCap } from "../../write/request-line-cap.js";
 import type { Backend } from "../store.js";
 import { createCommittedWrites } from "../committed-writes.js";
 import { createChangeLog } from "./write/change-log.js";
@@ -35,6 +37,8 @@ export interface SqliteBackendOptions {
   searchIndex?: SearchIndexUse;
   /** When the search index stops indexing common grams (stop-grams.ts); tests make it quick. */
   stopGrams?: StopGramRule;
+  /** What one request may hold of app lines (default: the limits' defaults). */
+  requestLines?: RequestLineCap;
   /** Rows behind the search index's mark that make the group commit index them (write-transaction.ts). */
   searchCatchUp?: number;
 }
@@ -102,7 +106,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       db,
       now,
       change,
-      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes),
+      writer: createRequestWriter(db, keys, strings, search, changeLog, rollups, notes, options.requestLines ?? defaultLimits),
       notes,
       erase: eraser.erase,
       reader: createSqliteReader(db, options.searchIndex),

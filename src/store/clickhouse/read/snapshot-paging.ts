@@ -2,6 +2,7 @@ import type { Clock } from "../../../clock.js";
 import type { ReadPlan } from "../../../query/read-plan.js";
 import { ReqlogError } from "../../../reqlog-error.js";
 import type { ReadResult } from "../../store.js";
+import { checkRequestIdBytes, createPageBytes, pageBytesOf } from "../../../query/page-bytes.js";
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
 import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
@@ -464,8 +465,16 @@ export function createSnapshotPaging(
     // would be among the changed records).
     const unchanged = matched.filter((m) => !m.changed).map((m) => m.requestId);
     const whole = new Map((await records.byIds(plan.appId, unchanged, planFilters(plan), signal)).map((r) => [r.request_id, r]));
-    const kept = matched.filter((m) => m.changed ?? whole.has(m.requestId));
-    const logs = await records.toLogs(kept.map((m) => m.changed ?? whole.get(m.requestId)!), plan, signal);
+    let kept = matched.filter((m) => m.changed ?? whole.has(m.requestId));
+    const rowOf = (m: Candidate) => m.changed ?? whole.get(m.requestId)!;
+    // At most a page's bytes: the page ends before the first record that does not fit.
+    const bytes = createPageBytes(plan);
+    const fitting = kept.findIndex((m) => !bytes.take(pageBytesOf(rowOf(m).record_bytes, rowOf(m).line_bytes, plan)));
+    if (fitting >= 0) {
+      kept = kept.slice(0, fitting);
+      next = kept.at(-1);
+    }
+    const logs = await records.toLogs(kept.map(rowOf), plan, signal);
     const cursorOf = (m: Candidate) => encodeCursor({ snapshot, sortTime: m.sortTime, rkey: m.rkey });
     return {
       records: logs.map((log, i) => ({ log, cursor: cursorOf(kept[i]!) })),
@@ -486,6 +495,7 @@ export function createSnapshotPaging(
       if (plan.requestIds) {
         const ids = plan.requestIds.map(bytesToText);
         const rows = await records.byIds(plan.appId, ids, planFilters(plan), signal);
+        checkRequestIdBytes(rows.map((row) => pageBytesOf(row.record_bytes, row.line_bytes, plan)), plan);
         const logs = await records.toLogs(rows, plan, signal);
         return {
           records: logs.map((log, i) => ({

@@ -1,4 +1,5 @@
 import type { RequestLog } from "../../../../gen/reqlog/v1/log_service_pb.js";
+import { createPageBytes, pageBytesOf } from "../../../query/page-bytes.js";
 import type { ReadPlan } from "../../../query/read-plan.js";
 import { and, planFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
@@ -37,6 +38,17 @@ export function createTailChanges(sql: SqlClient, records: RecordReader): TailCh
       `SELECT * FROM requests FINAL WHERE ${and(where)} ORDER BY seq LIMIT ${sqlInt(limit)}`,
       signal,
     );
+    // At most a page's bytes a message: the rest is delivered next, from the last version taken.
+    const bytes = createPageBytes(plan);
+    const fitting = rows.findIndex((row) => !bytes.take(pageBytesOf(row.record_bytes, row.line_bytes, plan)));
+    if (fitting >= 0) {
+      const taken = rows.slice(0, fitting);
+      return {
+        records: await records.toLogs(taken, plan, signal),
+        position: advanceTo(after, upTo, BigInt(taken.at(-1)!.seq)),
+        caughtUp: false,
+      };
+    }
     // A full batch may have more behind it: every version up to its last number is returned.
     const full = rows.length === limit;
     return {

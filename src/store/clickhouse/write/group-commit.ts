@@ -1,3 +1,4 @@
+import type { RequestLineCap } from "../../../write/request-line-cap.js";
 import type { CommittedWrites } from "../../committed-writes.js";
 import type { Clock } from "../../../clock.js";
 import { holds } from "../read/snapshot.js";
@@ -65,13 +66,15 @@ export interface GroupCommitParts {
   now: Clock;
   /** What the groups committed tell the write observers. */
   notes: CommittedWrites;
+  /** What one request may hold of app lines. */
+  cap: RequestLineCap;
   onCommit: () => void;
 }
 
 /** How long a group waits for another server to publish a version it read (its server then is closed: server-slots.ts). */
 const publishWaitMs = 15_000;
 
-export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, onCommit }: GroupCommitParts): GroupCommit {
+export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, cap, onCommit }: GroupCommitParts): GroupCommit {
   const clock = slots.clock;
   const awaitOtherInserts = createInsertBarrier(sql, slots.server);
   let inserts = 0;
@@ -164,7 +167,7 @@ export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, 
       const state = await load(works.flatMap((w) => w.touches));
       await awaitPublished(state.rows.values(), marks);
       for (const row of state.rows.values()) clock.observe(BigInt(row.seq));
-      const writer = createRequestWriter(state, clock.next, notes);
+      const writer = createRequestWriter(state, clock.next, notes, cap);
       const outcomes = works.map((work): Outcome => {
         const mark = writer.mark();
         const noted = notes.mark();
@@ -190,7 +193,7 @@ export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, 
     async expire(rows: readonly RequestRow[]): Promise<number> {
       slots.checkFresh();
       for (const row of rows) clock.observe(BigInt(row.seq));
-      const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, clock.next, notes);
+      const writer = createRequestWriter({ rows: new Map(), lines: new Map() }, clock.next, notes, cap);
       for (const row of rows) writer.expire(row);
       await save(writer);
       return rows.length;

@@ -5,6 +5,7 @@ import { lineWireBytes, recordWireBytes } from "../../../write/wire-size.js";
 import { statsFactsOf } from "../../../write/stats-facts.js";
 import type { CommittedWrites } from "../../committed-writes.js";
 import type { NewLines } from "../../store.js";
+import { checkRequestLines, type RequestLineCap } from "../../../write/request-line-cap.js";
 import {
   combinedColumn,
   fieldColumns,
@@ -51,7 +52,7 @@ export const storedLineKey = (line: { time: string; pos: number; level: number; 
  * one INSERT. Each write of the group can be undone alone (`mark`, `undo`),
  * as a savepoint would.
  */
-export function createRequestWriter(state: StoredState, nextSeq: () => bigint, notes: CommittedWrites): RequestWriter {
+export function createRequestWriter(state: StoredState, nextSeq: () => bigint, notes: CommittedWrites, cap: RequestLineCap): RequestWriter {
   const changes: Change[] = [];
   const undoLog: (() => void)[] = [];
 
@@ -72,8 +73,8 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
     return set;
   }
 
-  /** Keeps the lines not stored yet; the new totals of `row` (absent: a new request). */
-  function addLines(key: string, row: RequestRow | undefined, lines: readonly AppLine[]) {
+  /** Keeps the lines not stored yet; the new totals of `row` (absent: a new request), within the cap. */
+  function addLines(key: string, row: RequestRow | undefined, lines: readonly AppLine[], requestId: string) {
     const known = linesOf(key, row === undefined);
     const added: AppLine[] = [];
     let bytes = 0;
@@ -87,13 +88,12 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
       added.push(line);
       bytes += lineWireBytes(line);
     }
+    const lineCount = BigInt(row?.line_count ?? 0) + BigInt(added.length);
+    const lineBytes = BigInt(row?.line_bytes ?? 0) + BigInt(bytes);
+    if (added.length > 0) checkRequestLines(lineCount, lineBytes, cap, requestId);
     return {
       added,
-      totals: {
-        max_level: maxLevel,
-        line_count: String(BigInt(row?.line_count ?? 0) + BigInt(added.length)),
-        line_bytes: String(BigInt(row?.line_bytes ?? 0) + BigInt(bytes)),
-      },
+      totals: { max_level: maxLevel, line_count: String(lineCount), line_bytes: String(lineBytes) },
     };
   }
 
@@ -106,7 +106,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
   /** Adds lines to a stored request: a change; an in-progress request moves to `at`. */
   function flushInto(key: string, stored: RequestRow, request: NewLines["request"], lines: readonly AppLine[], at: bigint, first: bigint): number {
     if (lines.length === 0) return 0;
-    const { added, totals } = addLines(key, stored, lines);
+    const { added, totals } = addLines(key, stored, lines, stored.request_id);
     if (added.length > 0 && notes.watchingLines) notes.lines({ request, lines: added });
     const row: RequestRow = {
       ...stored,
@@ -146,7 +146,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
         return flushInto(key, stored, log, record.lines, at, log.startTime);
       }
       const seq = String(nextSeq());
-      const { added, totals } = addLines(key, stored, record.lines);
+      const { added, totals } = addLines(key, stored, record.lines, requestId);
       // Newly finished: not stored finished before (a finished record sent again or rewritten was).
       if (log.finished && !(stored && stored.has_record === 1 && stored.finished === 1) && notes.watching) {
         notes.finished({ log, facts: statsFactsOf(log), maxLevel: totals.max_level });
@@ -192,7 +192,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
       const stored = state.rows.get(key);
       if (stored) return flushInto(key, stored, request, lines, at, first);
       const seq = String(nextSeq());
-      const { added, totals } = addLines(key, undefined, lines);
+      const { added, totals } = addLines(key, undefined, lines, requestId);
       const columns = recordColumns(placeholderRecord(first));
       const row: RequestRow = {
         ...columns,

@@ -56,7 +56,7 @@ export function createScanBudget(db: Database.Database): ScanBudget {
 
   return {
     /** Runs `work` with the plan's budget and patterns in force. */
-    run<T>(plan: Pick<ReadPlan, "budget"> & Partial<Pick<ReadPlan, "combinedRegex" | "hostRegex">>, cancel: Int32Array | undefined, work: () => T): T {
+    run<T>(plan: { budget: Pick<ReadPlan["budget"], "rows" | "ms"> } & Partial<Pick<ReadPlan, "combinedRegex" | "hostRegex">>, cancel: Int32Array | undefined, work: () => T): T {
       Object.assign(state, {
         examined: 0,
         maxRows: plan.budget.rows,
@@ -100,7 +100,7 @@ export function createScanBudget(db: Database.Database): ScanBudget {
 
 export interface ScanBudget {
   /** Runs `work` with the plan's budget and patterns in force. */
-  run<T>(plan: Pick<ReadPlan, "budget"> & Partial<Pick<ReadPlan, "combinedRegex" | "hostRegex">>, cancel: Int32Array | undefined, work: () => T): T;
+  run<T>(plan: { budget: Pick<ReadPlan["budget"], "rows" | "ms"> } & Partial<Pick<ReadPlan, "combinedRegex" | "hostRegex">>, cancel: Int32Array | undefined, work: () => T): T;
   /** Counts rows examined outside a scan (a Read's search index candidates). */
   charge(rows: number): void;
   /** Rows the running (or last) scan examined. */

@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type { ReadPlan } from "../../../query/read-plan.js";
 import { ReqlogError } from "../../../reqlog-error.js";
 import type { ReadResult } from "../../store.js";
+import { checkRequestIdBytes, createPageBytes, pageBytesOf } from "../../../query/page-bytes.js";
 import { decodeCursor, encodeCursor, type SqliteCursor } from "./cursor.js";
 import type { LineLoader, Row } from "./line-loader.js";
 import { definedParams, type PlanSql } from "./plan-sql.js";
@@ -202,6 +203,9 @@ export function createSnapshotPaging(
     const { plan, versions, snapshot } = scanned;
     const cursorOf = (row: Row) => encodeCursor({ snapshot, sortTime: row.key_time as bigint, id: row.id as bigint });
     const matched: Row[] = [];
+    const bytes = createPageBytes(plan);
+    /** Takes a match, unless the page is full (by count or bytes) already: then more remain after the last taken. */
+    const fits = (row: Row) => matched.length < plan.count && bytes.take(pageBytesOf(row.record_bytes as bigint, row.line_bytes as bigint, plan));
     let last: Row | undefined;
     let next: Row | undefined;
     let unfiltered: Row | undefined;
@@ -213,7 +217,7 @@ export function createSnapshotPaging(
         unfiltered = row;
         break;
       }
-      if (matched.length === plan.count) {
+      if (!fits(row)) {
         // One more match exists: the page is full and more remain.
         next = matched[matched.length - 1]!;
         break;
@@ -222,7 +226,7 @@ export function createSnapshotPaging(
     }
     if (unfiltered) {
       const matches = passesFilters(unfiltered.id as bigint, plan, versions);
-      if (matches && matched.length === plan.count) {
+      if (matches && !fits(unfiltered)) {
         next = matched[matched.length - 1]!;
       } else {
         if (matches) matched.push(unfiltered);
@@ -270,6 +274,7 @@ export function createSnapshotPaging(
       const versions = sql.versionKeys(app, plan);
       if (plan.requestIds) {
         const rows = lines.recordRows(app, plan.requestIds).filter((row) => passesFilters(row.id as bigint, plan, versions));
+        checkRequestIdBytes(rows.map((row) => pageBytesOf(row.record_bytes as bigint, row.line_bytes as bigint, plan)), plan);
         return {
           records: rows.map((row) => ({
             log: lines.toLog(row, plan),

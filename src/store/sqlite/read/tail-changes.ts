@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type { RequestLog } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { ReadPlan } from "../../../query/read-plan.js";
+import { createPageBytes, pageBytesOf } from "../../../query/page-bytes.js";
 import type { LineLoader, Row } from "./line-loader.js";
 import { definedParams, type PlanSql } from "./plan-sql.js";
 import { currentSeqSql, recordColumnsSql, recordJoinFrom } from "../rows/sql.js";
@@ -64,6 +65,14 @@ export function createTailChanges(db: Database.Database, sql: PlanSql, lines: Li
             ...sql.filterParams(plan),
           }),
         ) as Row[];
+      // At most a page's bytes a message: the rest is delivered next, from the last change taken.
+      const bytes = createPageBytes(plan);
+      const kept = rows.findIndex((row) => !bytes.take(pageBytesOf(row.record_bytes as bigint, row.line_bytes as bigint, plan)));
+      if (kept >= 0) {
+        const taken = rows.slice(0, kept);
+        const last = taken.at(-1)!;
+        return { records: taken.map((row) => lines.toLog(row, plan)), lastSeq: (last.seq ?? last.id) as bigint, caughtUp: false };
+      }
       return { records: rows.map((row) => lines.toLog(row, plan)), lastSeq, caughtUp: !full };
     },
   };

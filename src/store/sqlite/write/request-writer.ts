@@ -2,6 +2,7 @@ import { isFieldSet } from "@bufbuild/protobuf";
 import type Database from "better-sqlite3";
 import { RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import type { AppLine, PreparedRecord, RequestContext } from "../../../domain/records.js";
+import { checkRequestLines, type RequestLineCap } from "../../../write/request-line-cap.js";
 import { statsFactsOf } from "../../../write/stats-facts.js";
 import { lineWireBytes, recordWireBytes } from "../../../write/wire-size.js";
 import type { CommittedWrites } from "../../committed-writes.js";
@@ -47,6 +48,7 @@ export function createRequestWriter(
   changes: ChangeLog,
   rollups: Rollups,
   notes: CommittedWrites,
+  cap: RequestLineCap,
 ): RequestWriter {
   const head = [
     "app_key", "version_key", "request_id", "has_record", "finished", "sort_time", "seq", "max_level", "record_bytes",
@@ -78,13 +80,16 @@ export function createRequestWriter(
    * its sort time, and one in progress counts in no stats.
    */
   function flushInto(
-    existing: ExistingRow, request: NewLines["request"], lines: readonly AppLine[], at: bigint, first: bigint, changeSeq = changes.next(),
+    existing: ExistingRow, request: NewLines["request"] & { requestId: Uint8Array }, lines: readonly AppLine[], at: bigint, first: bigint, changeSeq = changes.next(),
   ): number {
     if (lines.length === 0) return 0;
     const sortTime = existing.finished === 1n ? existing.sort_time : at;
     changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
     const merged = mergeLines(existing.lines, lines);
     const { bytes, maxLevel } = totalsOf(merged.added);
+    if (merged.added.length > 0) {
+      checkRequestLines(existing.line_count + BigInt(merged.added.length), existing.line_bytes + BigInt(bytes), cap, request.requestId);
+    }
     const storedMax = existing.max_level === null ? -1 : Number(existing.max_level);
     stmt.touch.run({
       sort_time: sortTime,
@@ -125,6 +130,8 @@ export function createRequestWriter(
       // (ON CONFLICT DO NOTHING), and only then is the row read and updated.
       const own = mergeLines(undefined, record.lines);
       const { bytes: newBytes, maxLevel: newMax } = totalsOf(own.added);
+      // More lines than a request may hold, whether or not it is stored already.
+      if (own.added.length > 0) checkRequestLines(own.added.length, newBytes, cap, log.requestId);
       const inserted = stmt.insertNew.run(
         changeSeq, app, versionKey, id, 1, log.finished ? 1 : 0, sortTime, null, newMax < 0 ? null : newMax, recordBytes,
         own.added.length, newBytes, moduleSet, finishedSet, ...fields, own.blob,
@@ -154,6 +161,7 @@ export function createRequestWriter(
       const storedMax = existing.max_level == null ? -1 : Number(existing.max_level);
       const lineCount = existing.line_count + BigInt(merged.added.length);
       const lineBytes = existing.line_bytes + BigInt(bytes);
+      if (merged.added.length > 0) checkRequestLines(lineCount, lineBytes, cap, log.requestId);
       changes.noteUpdate(existing.id, existing.sort_time, changeSeq);
       stmt.update.run(
         app, versionKey, id, 1, log.finished ? 1 : 0, sortTime, changeSeq,
@@ -195,6 +203,7 @@ export function createRequestWriter(
       const version = keys.version(app, request.moduleId, request.versionId);
       const id = changes.next();
       const { bytes, maxLevel } = totalsOf(lines);
+      checkRequestLines(lines.length, bytes, cap, request.requestId);
       stmt.insertStub.run(
         id, app, version, requestId(request.requestId), at, maxLevel, lines.length, bytes, request.moduleSet ? 1 : 0,
         first, encodeLines(lines),
