@@ -25,6 +25,7 @@ export const benches: ListedBench[] = [
   { script: "import-bench", full: ["1000000"], quick: ["50000"] },
   { script: "middleware-bench", full: ["10", "5"], quick: ["3", "2"] },
   { script: "sdk-bench", full: ["300000", "3"], quick: ["30000", "1"] },
+  { script: "privacy-bench", full: ["200000", "1000000", "100000"], quick: ["20000", "100000", "10000"] },
   { script: "stats-bench", full: ["200000", "10000", "1000000", "10000000"], quick: ["20000", "10000", "100000"] },
   { script: "http-bench", full: ["100000", "300"], quick: ["10000", "50"] },
   { script: "clickhouse-servers-bench", full: ["200000"], quick: ["20000"] },
@@ -37,6 +38,7 @@ export const leftOut: Record<string, string> = {
   "against-build": "compares this build with another checkout's: npm run bench:against -- DIR [requests]",
   "query-bench": "Query at 10M requests against ClickHouse, whose stores take hours to seed: npm run bench:query",
   "soak-bench": "a 24-minute memory soak under mixed load: npm run bench:soak",
+  "attack-soak": "issue 23's attacks together for 10 minutes with writes going on, recorded in docs/security.md: npm run bench:attack-soak",
   "fuzz-long": "a long run of hostile messages, recorded in docs/security.md: npm run fuzz:long",
   "crash-soak": "kill -9 under load, recorded in docs/security.md: npm run crash:long",
 };

@@ -86,7 +86,7 @@ async function loaded(path: string, n: number, gapUsec: number, what: string, sh
 
 /** `reqlog serve` on an existing SQLite file, scans unbounded (a bench asks for whole answers). */
 async function serveOn(path: string) {
-  const server = await startChildServer(["--db", path, "--listen", "127.0.0.1:0", "--log-level", "warn", "--read-scan-rows", "100000000", "--read-scan-ms", "600000"]);
+  const server = await startChildServer(["--db", path, "--listen", "127.0.0.1:0", "--read-scan-rows", "100000000", "--read-scan-ms", "600000"]);
   process.once("exit", () => server.process.kill("SIGKILL"));
   return { server, client: createLogServiceClient({ server: server.address }) };
 }
@@ -149,10 +149,11 @@ async function day(): Promise<void> {
   const gap = Math.round(dayUs / dayN);
   const path = storePath(args["day-db"], "query-day");
   await loaded(path, dayN, gap, `${dayN.toLocaleString()} requests over one day`);
-  const { server, client } = await serveOn(path);
   const duck = await openDuckDbPeer(mkdtempSync(join(tmpdir(), "reqlog-bench-duck-")));
   console.log(`DuckDB ${duck.version}: loading the same ${dayN.toLocaleString()} requests …`);
   await duck.load(trafficRecords(dayN, 42, gap), 10_000);
+  // Served once DuckDB is loaded: a connection idle for longer than --idle-timeout (minutes of loading) is closed.
+  const { server, client } = await serveOn(path);
   try {
     for (const f of dayFilters) {
       const query = `${f.query} | stats by (ip) count() as n`;

@@ -38,7 +38,7 @@ export async function deleteCommand(
   try {
     const { deleted } = await client.delete(request);
     const n = `${deleted} request${deleted === 1n ? "" : "s"} of app "${options.app}"`;
-    print(options.dryRun ? `would delete ${n} (dry run: nothing deleted)` : `deleted ${n}, with their app lines`);
+    print(options.dryRun ? `would delete ${n} (dry run: nothing deleted)` : `deleted ${n}, with ${deleted === 1n ? "its" : "their"} app lines`);
   } catch (err) {
     throw new Error(callFailure(err));
   } finally {

@@ -1,8 +1,8 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { Access, Authorizer } from "../auth/authorizer.js";
-import { type Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import type { Code as StatusCode, ReqlogError } from "../reqlog-error.js";
+import { type Code as StatusCode, ReqlogError } from "../reqlog-error.js";
 import { type CallObserver, errorDetails, noObserver } from "../service/call-outcome.js";
 import { createCallRunner, oneRequest, unaryReply } from "../service/call-runner.js";
 import { LogService, type LogServiceCore, LogsService, methodAccess, otlpMethodAccess } from "../service/log-service.js";
@@ -19,6 +19,23 @@ function requestOf(request: unknown, context: HandlerContext): unknown {
   if (read === undefined) return request;
   if ("error" in read) throw read.error;
   return read.message;
+}
+
+/**
+ * A stream's requests as Connect decodes them, its failure to decode one in
+ * the gRPC port's words: INVALID_ARGUMENT naming the message type (Connect
+ * says INTERNAL, "parse binary: …"), so an Ingest that sends bytes that do
+ * not decode is answered alike on both ports.
+ */
+async function* decodedRequests(requests: AsyncIterable<unknown>, typeName: string): AsyncIterable<unknown> {
+  try {
+    yield* requests;
+  } catch (err) {
+    const failure = ConnectError.from(err);
+    const parse = /^parse (?:binary|JSON): (.*)$/s.exec(failure.rawMessage);
+    if (failure.code === Code.Internal && parse) throw ReqlogError.invalid(`cannot decode ${typeName}: ${parse[1]}`);
+    throw err;
+  }
 }
 
 /** A ReqlogError as Connect sends it: the same code, message and details as the gRPC port. */
@@ -105,7 +122,7 @@ function implementationOf(
         break;
       default:
         implementation[method.localName] = (requests: AsyncIterable<unknown>, context: HandlerContext) =>
-          connectStream(run(incoming(context), requests), context.signal);
+          connectStream(run(incoming(context), decodedRequests(requests, method.input.typeName)), context.signal);
     }
   }
   return implementation;

@@ -15,6 +15,7 @@ import { type CallObserver, callFailure, errorDetails } from "../service/call-ou
 import { createCallRunner, oneRequest, unaryReply } from "../service/call-runner.js";
 import { type LogServiceCore, LogsService, otlpMethodAccess } from "../service/log-service.js";
 import { headerMetadata } from "./header-metadata.js";
+import { strictUtf8 } from "./strict-utf8.js";
 import type { HttpRequest, HttpResponse, PageHandler } from "./http-server.js";
 
 /** Where OTLP/HTTP exporters send logs (OTEL_EXPORTER_OTLP_ENDPOINT + /v1/logs). */
@@ -96,7 +97,9 @@ async function decode(request: HttpRequest, json: boolean, maxBytes: number) {
   }
   try {
     if (!json) return fromBinary(ExportLogsServiceRequestSchema, body, { readUnknownFields: false });
-    const parsed = JSON.parse(body.toString("utf8")) as JsonValue;
+    const text = strictUtf8(body);
+    if (text === undefined) throw ReqlogError.invalid("cannot decode ExportLogsServiceRequest (JSON): the body is not UTF-8");
+    const parsed = JSON.parse(text) as JsonValue;
     hexIdsToBase64(parsed);
     return fromJson(ExportLogsServiceRequestSchema, parsed, { ignoreUnknownFields: true });
   } catch (err) {

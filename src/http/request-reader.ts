@@ -7,6 +7,7 @@ import type { Authorizer } from "../auth/authorizer.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { decodeMessage, messageTooLarge } from "../write/decode-message.js";
 import { headerMetadata } from "./header-metadata.js";
+import { strictUtf8 } from "./strict-utf8.js";
 
 /** A request as reqlog read it: the message, or why it was refused. */
 export type ReadRequest = { message: unknown } | { error: ReqlogError };
@@ -39,8 +40,6 @@ const decompressors: Record<string, Decompress> = {
   gzip: promisify(gunzip) as Decompress,
   br: promisify(brotliDecompress) as Decompress,
 };
-
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** The message's bytes read from the body, or undefined when the body holds more than `max` bytes. */
 async function readUpTo(body: AsyncIterable<Uint8Array>, max: number): Promise<Buffer | undefined> {
@@ -136,12 +135,8 @@ export function readRequestsFirst(handlers: UniversalHandler[], options: Request
       if (bytes.length > options.maxMessageBytes) return handOver({ error: tooLarge(bytes.length) });
       try {
         if (!framing.json) return handOver({ message: decodeMessage(input, bytes) });
-        let text: string;
-        try {
-          text = strictUtf8.decode(bytes);
-        } catch {
-          throw ReqlogError.invalid(`cannot decode ${input.typeName} from JSON: the body is not UTF-8`);
-        }
+        const text = strictUtf8(bytes);
+        if (text === undefined) throw ReqlogError.invalid(`cannot decode ${input.typeName} from JSON: the body is not UTF-8`);
         try {
           return handOver({ message: fromJsonString(input, text, { ignoreUnknownFields: true }) });
         } catch (err) {

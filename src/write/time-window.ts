@@ -26,11 +26,11 @@ const aheadUnits: [bigint, string][] = [
   [1_000_000n, "seconds"],
 ];
 
-/** How far ahead `usec` is, as a person says it: "3 days", "more than 26 hours", "292271 years". */
+/** How far ahead `usec` is, as a person says it: "3 days", "about 26 hours", "about 292271 years". */
 export function aheadText(usec: bigint): string {
   const [unit, name] = aheadUnits.find(([unit]) => usec >= 2n * unit) ?? aheadUnits.at(-1)!;
-  const whole = usec / unit;
-  return `${usec % unit === 0n ? "" : "more than "}${whole} ${name}`;
+  if (usec % unit === 0n) return `${usec / unit} ${name}`;
+  return `about ${(usec + unit / 2n) / unit} ${name}`;
 }
 
 /**

@@ -71,7 +71,9 @@ async function ingest(headers: CallHeaders): Promise<void> {
   expect(acks).toEqual([1n]);
 }
 
-const rpcs: Record<string, { access: "read" | "write"; call: Call }> = {
+type Access = "read" | "write" | "admin";
+
+const rpcs: Record<string, { access: Access; call: Call }> = {
   Write: { access: "write", call: (headers) => ts.client.write({ log: [minimalLog()] }, { headers }) },
   Flush: { access: "write", call: (headers) => ts.client.flush({ logs }, { headers: { ...context, ...headers } }) },
   SetStatus: { access: "write", call: (headers) => ts.client.setStatus({ status: "up" }, { headers: { ...context, ...headers } }) },
@@ -83,19 +85,21 @@ const rpcs: Record<string, { access: "read" | "write"; call: Call }> = {
   Tail: { access: "read", call: tail },
   Query: { access: "read", call: (headers) => readQueryAnswer(ts.client.query({ appId: "forge", query: "* | stats count()" }, { headers })) },
   Alerts: { access: "read", call: alerts },
+  // A request that was never written: an allowed Delete erases nothing, so the matrix's other calls are unchanged.
+  Delete: { access: "admin", call: (headers) => ts.client.delete({ appId: "forge", requestId: [rid("never-written")] }, { headers }) },
 };
 
 const as = (name: string): CallHeaders => bearer(token[name]!).headers;
 
 type Outcome = "ok" | [number, string];
 // Made at call time: the tokens exist only once beforeAll has run.
-const callers: Record<string, (access: "read" | "write") => [CallHeaders, Outcome]> = {
+const callers: Record<string, (access: Access) => [CallHeaders, Outcome]> = {
   "no token": () => [{}, [Code.UNAUTHENTICATED, "missing access token: send call metadata authorization: Bearer <token>"]],
   "a malformed header": () => [{ authorization: "Token abc" }, [Code.UNAUTHENTICATED, "authorization metadata must be one 'Bearer <token>'"]],
   "an unknown token": () => [bearer("rql_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").headers, [Code.UNAUTHENTICATED, "invalid or revoked access token"]],
   "a revoked token": () => [as("revoked"), [Code.UNAUTHENTICATED, "invalid or revoked access token"]],
-  "a read token": (access) => [as("read"), access === "read" ? "ok" : [Code.PERMISSION_DENIED, "this token lacks the write:logs scope"]],
-  "a write token": (access) => [as("write"), access === "write" ? "ok" : [Code.PERMISSION_DENIED, "this token lacks the read:logs scope"]],
+  "a read token": (access) => [as("read"), access === "read" ? "ok" : [Code.PERMISSION_DENIED, `this token lacks the ${access === "admin" ? "admin" : "write:logs"} scope`]],
+  "a write token": (access) => [as("write"), access === "write" ? "ok" : [Code.PERMISSION_DENIED, `this token lacks the ${access === "admin" ? "admin" : "read:logs"} scope`]],
   "an admin token": () => [as("admin"), "ok"],
   "another app's admin token": () => [as("otherApp"), [Code.PERMISSION_DENIED, 'this token is not allowed app "forge"']],
 };

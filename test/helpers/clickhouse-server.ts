@@ -36,6 +36,11 @@ export interface ClickHouseServerOptions {
   startTimeoutMs?: number;
   /** Its ports, when a cluster's configs must name them before the servers start (default: free ports). */
   ports?: ClickHousePorts;
+  /**
+   * Seconds before parts a merge or mutation replaced leave the disk (default 30; ClickHouse's own is 480),
+   * also how often the cleanup looks for them when given: a test that checks erased bytes leave the folder.
+   */
+  oldPartsLifetime?: number;
 }
 
 export interface ClickHousePorts {
@@ -64,6 +69,12 @@ function clickhouseBinary(): string[] {
   return withDebianPackage("clickhouse-server", findBinary);
 }
 
+/** How soon replaced parts go: 30 s by default, or `seconds` with the cleanup looking as often. */
+const mergeTreeConfig = (seconds?: number) =>
+  seconds === undefined
+    ? "<old_parts_lifetime>30</old_parts_lifetime>"
+    : `<old_parts_lifetime>${seconds}</old_parts_lifetime><cleanup_delay_period>${seconds}</cleanup_delay_period>`;
+
 /** Starts a ClickHouse server of its own on loopback; throws (with its output) when it cannot. */
 export async function startClickHouse(options: ClickHouseServerOptions = {}): Promise<ClickHouseServer> {
   const binary = clickhouseBinary();
@@ -90,7 +101,7 @@ export async function startClickHouse(options: ClickHouseServerOptions = {}): Pr
   <default_profile>default</default_profile>
   <default_database>default</default_database>
   <mark_cache_size>536870912</mark_cache_size>
-  <merge_tree><old_parts_lifetime>30</old_parts_lifetime></merge_tree>
+  <merge_tree>${mergeTreeConfig(options.oldPartsLifetime)}</merge_tree>
   ${options.extraConfig ?? ""}
 </yandex>
 `,

@@ -106,6 +106,14 @@ describe("the HTTP port's refusals", () => {
     });
   });
 
+  it("answers a streamed Ingest message that does not decode INVALID_ARGUMENT with the gRPC port's message", async () => {
+    const ingest = "/reqlog.v1.LogService/Ingest";
+    const overGrpc = failureOf(await rawUnaryCall(ts.server.address, ingest, truncated).catch((err: unknown) => err));
+    expect(overGrpc).toMatchObject({ code: Code.INVALID_ARGUMENT, details: expect.stringMatching(/^cannot decode reqlog\.v1\.IngestRequest: /) });
+    const overH2c = failureOf(await rawUnaryCall(ts.httpAddress!, ingest, truncated).catch((err: unknown) => err));
+    expect(overH2c).toMatchObject({ code: Code.INVALID_ARGUMENT, details: overGrpc.details });
+  });
+
   it("refuses JSON whose bytes are not UTF-8, storing nothing", async () => {
     const json = Buffer.concat([
       Buffer.from(`{"log":[{"appId":"forge","versionId":"v`),

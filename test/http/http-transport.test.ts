@@ -124,6 +124,23 @@ describe("the HTTP port", () => {
     expect(await ts.stored(rid("req-1"))).toEqual([]);
   });
 
+  it("deletes over curl-style Connect JSON as over gRPC: a dry run counts, the delete erases, an app alone is refused", async () => {
+    await ts.write(
+      ...["203.0.113.9", "203.0.113.9", "198.51.100.1"].map((ip, i) => minimalLog({ requestId: rid(`d${i}`), ip, endTime: t0 + BigInt(i) })),
+    );
+    expect(await postJson("Delete", { appId: "forge", ip: ["203.0.113.0/24"], dryRun: true })).toEqual({ status: 200, body: { deleted: "2" } });
+    expect(ids((await ts.read({ count: 10n })).log)).toEqual(["d2", "d1", "d0"]);
+    expect(await postJson("Delete", { appId: "forge", ip: ["203.0.113.0/24"] })).toEqual({ status: 200, body: { deleted: "2" } });
+    expect(ids((await ts.read({ count: 10n })).log)).toEqual(["d2"]);
+    const refused = await postJson("Delete", { appId: "forge" });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      code: "invalid_argument",
+      message:
+        'Delete names only app_id "forge": give a filter (request_id, ip, start_time/end_time, combined_log_regex), or set all to erase every request of the app',
+    });
+  });
+
   it("asks for the same tokens: none is UNAUTHENTICATED, a read token cannot write, a write token can", async () => {
     const reader = await ts.backend.tokens.create({ name: "r", scopes: ["read:logs"] });
     const writer = await ts.backend.tokens.create({ name: "w", scopes: ["write:logs"] });

@@ -268,6 +268,10 @@ describe("partial success, limits and errors", () => {
     expect(await bad.json()).toMatchObject({ code: 3, message: expect.stringMatching(/^cannot decode ExportLogsServiceRequest \(JSON\): /), details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "INVALID_REQUEST", domain: "reqlog" }] });
     const hexless = await post(JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ traceId: "zz" }] }] }] }));
     expect(await hexless.json()).toMatchObject({ code: 3, message: 'resourceLogs[0].scopeLogs[0].logRecords[0].traceId is not hex: "zz"' });
+    // JSON whose bytes are not UTF-8 is refused, as on Connect's JSON: stored text is never altered (U+FFFD).
+    const notUtf8 = await post(Buffer.concat([Buffer.from('{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"caf'), Buffer.from([0xe9]), Buffer.from('"}}]}]}]}')]));
+    expect(notUtf8.status).toBe(400);
+    expect(await notUtf8.json()).toMatchObject({ code: 3, message: "cannot decode ExportLogsServiceRequest (JSON): the body is not UTF-8" });
     expect((await post("x", "text/plain")).status).toBe(415);
     // 16 MiB of zeros in 16 KiB of gzip: refused once it decompresses past max-message-bytes, not retried (413).
     const bomb = await post(gzipSync(Buffer.alloc(16 * 1024 * 1024 + 1)), "application/x-protobuf", { "content-encoding": "gzip" });

@@ -111,7 +111,7 @@ describe("Delete through reqlog serve (SQLite)", () => {
 
   it("erases every request of an app with --all, and none of another's", async () => {
     await client.write({ log: [minimalLog({ appId: "other", requestId: rid("o1") })] }, bearer(writer));
-    expect((await cli("--app", "forge", "--all")).stdout).toBe('deleted 1 request of app "forge", with their app lines\n');
+    expect((await cli("--app", "forge", "--all")).stdout).toBe('deleted 1 request of app "forge", with its app lines\n');
     expect(await readAll({ read: (r) => client.read(r, bearer(reader)) }, "forge")).toEqual([]);
     expect(await readAll({ read: (r) => client.read(r, bearer(reader)) }, "other")).toHaveLength(1);
   });

@@ -81,7 +81,11 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
   /**
    * The Stats rows of names (kind 0 client IPs, 1 user agents) whose counts
    * now sum to zero in every hour: they count no request, and their text
-   * goes. (A name that other requests still count stays.)
+   * goes. (A name that other requests still count stays.) The mutations name
+   * them by cityHash64, never by text: ClickHouse keeps a mutation's command
+   * (mutation_N.txt, or ZooKeeper on a cluster) after it is done, and the
+   * names are the deleted requests' own. (Another name of the app with the
+   * same 64-bit hash, whose rows would go too, is not a practical concern.)
    */
   async function dropUncounted(app: string, ips: Set<string>, agents: Set<string>, signal: AbortSignal) {
     const app_ = sqlString(app);
@@ -89,24 +93,25 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
       const list = [...names].filter((n) => n !== "");
       for (let at = 0; at < list.length; at += perMutation) {
         const chunk = list.slice(at, at + perMutation).map(sqlString);
-        const still = await sql.rows<{ name: string }>(
-          `SELECT name FROM stats_clients WHERE app = ${app_} AND kind = ${kind} AND name IN ${sqlList(chunk)}
-           GROUP BY name, hour HAVING sum(requests) != 0 OR sum(errors) != 0`,
+        const uncounted = await sql.rows<{ h: string }>(
+          `SELECT toString(cityHash64(name)) AS h FROM (
+             SELECT name, hour, sum(requests) != 0 OR sum(errors) != 0 AS counted FROM stats_clients
+             WHERE app = ${app_} AND kind = ${kind} AND name IN ${sqlList(chunk)} GROUP BY name, hour)
+           GROUP BY name HAVING max(counted) = 0`,
           signal,
         );
-        const counted = new Set(still.map((r) => sqlString(r.name)));
-        await mutate("stats_clients", (l) => `app = ${app_} AND kind = ${kind} AND name IN ${l}`, chunk.filter((n) => !counted.has(n)), signal);
+        await mutate("stats_clients", (l) => `app = ${app_} AND kind = ${kind} AND cityHash64(name) IN ${l}`, uncounted.map((r) => r.h), signal);
       }
     }
     const agentList = [...agents].filter((n) => n !== "").map(sqlString);
     for (let at = 0; at < agentList.length; at += perMutation) {
       const chunk = agentList.slice(at, at + perMutation);
-      const counted = await sql.rows<{ agent: string }>(
-        `SELECT agent FROM stats_hourly WHERE app = ${app_} AND agent IN ${sqlList(chunk)} GROUP BY agent HAVING sumMerge(requests) != 0`,
+      const uncounted = await sql.rows<{ h: string }>(
+        `SELECT toString(cityHash64(agent)) AS h FROM stats_hourly WHERE app = ${app_} AND agent IN ${sqlList(chunk)}
+         GROUP BY agent HAVING sumMerge(requests) = 0`,
         signal,
       );
-      const still = new Set(counted.map((r) => sqlString(r.agent)));
-      await mutate("stats_hourly", (l) => `app = ${app_} AND agent IN ${l}`, chunk.filter((a) => !still.has(a)), signal);
+      await mutate("stats_hourly", (l) => `app = ${app_} AND cityHash64(agent) IN ${l}`, uncounted.map((r) => r.h), signal);
     }
   }
 

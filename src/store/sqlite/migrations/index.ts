@@ -6,6 +6,7 @@ import m004 from "./004-stats.js";
 import m005 from "./005-stats-levels.js";
 import { migrate006 } from "./006-search-and-diet.js";
 import m007 from "./007-secure-delete.js";
+import m008 from "./008-search-fast-delete.js";
 
 /**
  * The ordered migrations: applied by version, each once, in its own
@@ -20,4 +21,5 @@ export const migrations: readonly { version: number; name: string; sql?: string;
   { version: 5, name: "005-stats-levels", sql: m005 },
   { version: 6, name: "006-search-and-diet", run: migrate006 },
   { version: 7, name: "007-secure-delete", sql: m007 },
+  { version: 8, name: "008-search-fast-delete", sql: m008 },
 ];

@@ -10,7 +10,7 @@ import type { PlanSql } from "./plan-sql.js";
 import { createQueryRows, type RawRow } from "./query-row.js";
 import type { ScanBudget } from "./scan-budget.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
-import { searchIndexedSql } from "../rows/sql.js";
+import { unindexedRowsSql } from "../rows/sql.js";
 import { stringKind } from "../rows/strings.js";
 
 /** Columns that hold a key of `strings`, by query field. */
@@ -111,9 +111,7 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
     // ids) are candidates when they pass the patterns' cheap text tests: counted whole they would outnumber a
     // small budget right after a burst of writes, and a query the index can answer would come back partial.
     const tests = plan.searchPatterns.flatMap((pattern) => sql.search(pattern).prefilter() ?? []);
-    const unindexed = statement(
-      `SELECT r.id FROM requests r WHERE r.id > ${searchIndexedSql} AND r.app_key = ? AND r.has_record = 1${tests.map((t) => ` AND ${t}`).join("")}`,
-    )
+    const unindexed = statement(`${unindexedRowsSql}${tests.map((t) => ` AND ${t}`).join("")}`)
       .pluck()
       .all(app) as number[];
     for (const id of unindexed) ids.push(id);

@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor, type SqliteCursor } from "./cursor.js";
 import type { LineLoader, Row } from "./line-loader.js";
 import { definedParams, type PlanSql } from "./plan-sql.js";
 import type { ScanBudget } from "./scan-budget.js";
-import { currentSeqSql, recordColumnsSql, recordJoinFrom, searchIndexedSql } from "../rows/sql.js";
+import { currentSeqSql, recordColumnsSql, recordJoinFrom, unindexedRowsSql } from "../rows/sql.js";
 
 const newerFirst = (a: Row, b: Row): number => {
   const ka = a.key_time as bigint;
@@ -86,7 +86,7 @@ export function createSnapshotPaging(
       )
       .pluck(),
     // Rows the search index does not hold yet (search-doc.ts): candidates for every pattern.
-    unindexed: db.prepare(`SELECT id FROM requests WHERE id > ${searchIndexedSql} AND app_key = ? AND has_record = 1`).pluck(),
+    unindexed: db.prepare(unindexedRowsSql).pluck(),
   };
   const candidateStatements = new Map<number, Database.Statement>();
   const candidates = (limit: number) => {

@@ -46,3 +46,9 @@ export const searchDocSql = `SELECT r.id, r.ip, r.nickname, ${resourceSql} AS re
  * row is (a database written before documents were deferred).
  */
 export const searchIndexedSql = "coalesce((SELECT value FROM meta WHERE key = 'search_indexed'), 9223372036854775807)";
+/**
+ * The app's rows the search index does not hold yet (search-doc.ts): the ids after its mark, a few thousand at
+ * most. NOT INDEXED: left alone, SQLite walks the app's whole time index for `app_key` (5.9 s at 10M requests)
+ * instead of seeking the row ids after the mark (13 ms).
+ */
+export const unindexedRowsSql = `SELECT r.id FROM requests r NOT INDEXED WHERE r.id > ${searchIndexedSql} AND r.app_key = ? AND r.has_record = 1`;

@@ -59,8 +59,10 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * rollup shares moved, as retention does. Then the dictionary entries
  * (strings.ts) that only the deleted requests used are blanked and taken
  * out of their search index, and the write-ahead log is checkpointed and
- * truncated: with secure_delete on (open-database.ts) and FTS5's
- * secure-delete (migration 007), the deleted text is then in neither file.
+ * truncated: with secure_delete on (open-database.ts) and the strings'
+ * index's FTS5 secure-delete (migration 007), the deleted text is then in
+ * neither file. (The request search index holds no text, and deletes from
+ * it the ordinary way: migration 008 says why.)
  */
 export function createRequestEraser({ db, change, rollups, search, strings }: RequestEraserParts): RequestEraser {
   const keyList = leftoverColumnsSql;
