@@ -1,20 +1,14 @@
 import { latencyBucket } from "../../../domain/latency-histogram.js";
 import { type StatsFacts, statsFactsOf } from "../../../write/stats-facts.js";
+import { hourOf } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
 import { tsvNumbers, tsvStrings } from "../rows/tab-separated.js";
 
-const usecPerHour = 3_600_000_000n;
-
-/** Hours since the epoch of a time in µs (rounded down). */
-function hourOf(usec: string): bigint {
-  const time = BigInt(usec);
-  return time >= 0n ? time / usecPerHour : (time - usecPerHour + 1n) / usecPerHour;
-}
 
 /** What a version adds to the usage rollups (nothing once expired). */
 function usageShareOf(row: RequestRow | undefined) {
   if (!row || row.deleted === 1) return undefined;
-  const hour = String(hourOf(row.sort_time));
+  const hour = String(hourOf(BigInt(row.sort_time)));
   return {
     key: `${hour}\u0000${row.version_id}`,
     hour,
@@ -54,7 +48,7 @@ export function rowStatsFacts(row: RequestRow): StatsFacts {
 function statsCellOf(row: RequestRow | undefined) {
   if (!row || row.deleted === 1 || row.finished !== 1) return undefined;
   const facts = rowStatsFacts(row);
-  const hour = String(hourOf(row.sort_time));
+  const hour = String(hourOf(BigInt(row.sort_time)));
   const bucket = latencyBucket(facts.latencyUs);
   const { route, statusClass, userAgent } = facts;
   return {
