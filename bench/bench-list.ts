@@ -36,6 +36,7 @@ export const benches: ListedBench[] = [
 /** Bench scripts `npm run bench` does not run, each with the reason it prints. */
 export const leftOut: Record<string, string> = {
   "against-build": "compares this build with another checkout's: npm run bench:against -- DIR [requests]",
+  "clickhouse-write-cpu": "reqlog's CPU a record on ClickHouse step by step, against another checkout's: npm run bench:clickhouse-write-cpu -- DIR",
   "query-bench": "Query at 10M requests against ClickHouse, whose stores take hours to seed: npm run bench:query",
   "soak-bench": "a 24-minute memory soak under mixed load: npm run bench:soak",
   "attack-soak": "issue 23's attacks together for 10 minutes with writes going on, recorded in docs/security.md: npm run bench:attack-soak",

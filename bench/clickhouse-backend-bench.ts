@@ -35,12 +35,11 @@ import {
   writeEach,
 } from "./harness/peer-compare.js";
 import { benchStart } from "./load.js";
+import { selectivePattern, trafficApps, unindexablePattern } from "./search-patterns.js";
 
 const n = Number(process.argv[2] ?? 1_000_000);
 const day = 86_400_000_000n;
-const apps = ["forge", "forge-staging", "pages"];
-/** Few matches in a million: every side visits every row. */
-const selectivePattern = '"GET /api/v1/repos/ci-bot/proto/raw/go\\.mod HTTP/2\\.0" 500 0 "https://dl\\.forge\\.example/';
+const apps = trafficApps;
 const sides = ["reqlog on ClickHouse", "raw ClickHouse", "reqlog on SQLite"];
 
 async function main() {
@@ -120,26 +119,33 @@ async function main() {
     goal: `≤ 1.2× its first page: reqlog on ClickHouse ${(deep[0]! / first[0]!).toFixed(2)}×`, met: deep[0]! <= 1.2 * first[0]!,
   });
 
-  // A selective regex over every stored request, all three apps.
-  console.log("selective regex …");
-  const matches = [0, 0, 0];
-  const oursRegex = (read: typeof readCh, side: number) => async () => {
-    matches[side] = 0;
-    for (const appId of apps) {
-      matches[side]! += (await read({ appId, count: 1000n, includeIncomplete: true, startTime: benchStart, combinedLogRegex: selectivePattern })).log.length;
-    }
-  };
-  const rawRegex = async () => {
-    matches[1] = 0;
-    for (const appId of apps) {
-      matches[1] += (await chRows(ch.client,
-        `SELECT ${recordColumns} FROM raw_requests WHERE app_id = ${chString(appId)} AND match(combined, ${chString(selectivePattern)})
-         ORDER BY sort_time DESC, request_id DESC LIMIT 1000`)).length;
-    }
-  };
-  const regex = await alternating(3, 1, [oursRegex(readCh, 0), rawRegex, oursRegex(readSqlite, 2)]);
-  if (new Set(matches).size !== 1) throw new Error(`the regex matched ${matches.join(", ")} requests (${sides.join(", ")})`);
-  figures.push({ label: `Selective regex over all ${n.toLocaleString()} (${matches[0]} matches)`, values: regex, unit: "ms", goal: "≤ 1.2× raw match()", met: regex[0]! <= 1.2 * regex[1]! });
+  // Regexes over every stored request, all three apps (the first 1,000 of each, newest first); every side
+  // must find the same requests.
+  async function regex(pattern: string, label: string, goal: string, met: (ours: number, raw: number) => boolean) {
+    console.log(`${label} …`);
+    const matches = [0, 0, 0];
+    const oursRegex = (read: typeof readCh, side: number) => async () => {
+      matches[side] = 0;
+      for (const appId of apps) {
+        matches[side]! += (await read({ appId, count: 1000n, includeIncomplete: true, startTime: benchStart, combinedLogRegex: pattern })).log.length;
+      }
+    };
+    const rawRegex = async () => {
+      matches[1] = 0;
+      for (const appId of apps) {
+        matches[1] += (await chRows(ch.client,
+          `SELECT ${recordColumns} FROM raw_requests WHERE app_id = ${chString(appId)} AND match(combined, ${chString(pattern)})
+           ORDER BY sort_time DESC, request_id DESC LIMIT 1000`)).length;
+      }
+    };
+    const times = await alternating(3, 1, [oursRegex(readCh, 0), rawRegex, oursRegex(readSqlite, 2)]);
+    if (new Set(matches).size !== 1) throw new Error(`${pattern} matched ${matches.join(", ")} requests (${sides.join(", ")})`);
+    figures.push({ label: `${label} (${matches[0]} matches)`, values: times, unit: "ms", goal, met: met(times[0]!, times[1]!) });
+    return times;
+  }
+  const selective = await regex(selectivePattern, `Selective regex over all ${n.toLocaleString()}`, "≤ 0.2× raw match()", (ours, raw) => ours <= 0.2 * raw);
+  console.log(`  (the selective regex: ${selective[0]!.toFixed(1)} ms; at 10M its goal is ≤ 2× its own 1M time)`);
+  await regex(unindexablePattern, "Regex no index narrows (5xx), first 1,000 of each app", "≤ 1.5× raw match()", (ours, raw) => ours <= 1.5 * raw);
 
   // Usage: hourly per version over the data's span, app "forge".
   const startS = Number(benchStart / 1_000_000n);
@@ -173,7 +179,7 @@ async function main() {
   db.pragma("wal_checkpoint(TRUNCATE)");
   db.close();
   const sqliteBytes = statSync(oursSqlite.dbPath).size / n;
-  figures.push({ label: "Disk per request (records, app lines, rollups)", values: [chBytes, rawBytes, sqliteBytes], unit: "B", goal: "≤ 0.6× raw ClickHouse", met: chBytes <= 0.6 * rawBytes });
+  figures.push({ label: "Disk per request (records, app lines, rollups, search index)", values: [chBytes, rawBytes, sqliteBytes], unit: "B", goal: "≤ 0.6× raw ClickHouse", met: chBytes <= 0.6 * rawBytes });
   await ch.stop();
 
   printTable(figures, sides);

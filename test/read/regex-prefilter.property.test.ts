@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createRandom } from "../../bench/forge-traffic.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { requiredLiterals } from "../../src/query/regex-literals.js";
-import { mayBeInTimeOrFixed } from "../../src/store/sqlite/read/search-query.js";
+import { mayBeInTimeOrFixed } from "../../src/query/line-pieces.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { useTestServer } from "../helpers/test-server.js";
 

@@ -20,6 +20,7 @@ import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { isScan, queryCounter } from "../helpers/query-counter.js";
 import { openAlternating } from "./alternating-backend.js";
 import { clickhouseQueryRuns, describeStoreContract, reopenable } from "./contract.js";
 import { planQuery } from "../../src/query/logsql/plan-query.js";
@@ -199,6 +200,12 @@ describe("ClickHouse retention", () => {
       expect(await storedRows(database, "lines")).toBe(0);
       expect(await storedRows(database, "requests")).toBe(1); // "fresh", of today
       expect(await storedRows(database, "positions")).toBe(1);
+      // The search index's postings of the day went with it; "fresh" keeps its own.
+      const postings = await server.client.query({
+        query: `SELECT countIf(sort_time < ${now - dayUs}) AS old, count() AS n FROM ${database}.search_postings`,
+        format: "JSONEachRow",
+      });
+      expect(await postings.json()).toEqual([{ old: "0", n: expect.not.stringMatching(/^0$/) }]);
       const usage = await backend.store.usage(planUsage(create(LogUsageRequestSchema, { appId: "forge" }), defaultLimits), signal);
       expect(usage.buckets.map((b) => b.requests)).toEqual([1]);
     } finally {
@@ -474,6 +481,7 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
         { version: 2, name: "002-positions" },
         { version: 3, name: "003-group-rollups" },
         { version: 4, name: "004-servers" },
+        { version: 5, name: "005-search" },
       ]);
       expect(await columnsOf()).toEqual(expect.arrayContaining(["usage_requests", "stats_max_latency", "client_errors"]));
       expect(await columnsOf()).not.toContain("share_requests");
@@ -508,6 +516,137 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
       await a.close();
       await b?.close();
       for (const database of [source, old]) await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse migration 005 (the search index)", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+  const scans = queryCounter(isScan);
+  type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
+  let at = 0n;
+  const write = (backend: Opened, name: string, resource: string, extra: Parameters<typeof minimalLog>[0] = {}) =>
+    backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + ++at, resource, ...extra }), defaultLimits, "log")], signal);
+  /** The ids a regex Read finds, and whether the search index answered it (no scan). */
+  const matching = async (backend: Opened, pattern: string) => {
+    const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+    const before = scans.seen;
+    const page = await backend.store.read(
+      planRead(create(LogReadRequestSchema, { appId: "forge", count: 100n, combinedLogRegex: pattern }), defaultLimits, offsets),
+      signal,
+    );
+    return { ids: page.records.map((r) => decoder.decode(r.log.requestId)).sort(), indexed: scans.seen === before };
+  };
+  const query = async <T>(database: string, sql: string) =>
+    (await (await server.client.query({ query: sql.replaceAll("DB.", `${database}.`), format: "JSONEachRow" })).json()) as T[];
+
+  it("indexes a 003 database's stored requests, so that regex Reads find them through the index, and later writes too", async () => {
+    const database = `reqlog_m005_${process.pid}`;
+    const command = (query: string) => server.client.command({ query: query.replaceAll("DB.", `${database}.`) });
+    try {
+      let backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n });
+      await write(backend, "zip", "/api/v1/repos/alice/app/actions/artifacts/48213/zip");
+      await write(backend, "mod", "/api/v1/repos/ci-bot/proto/raw/go.mod", { userAgent: "curl/8.5.0" });
+      await write(backend, "nick", "/api/v1/teams/7", { nickname: "smith" }); // its line is stored whole
+      await write(backend, "gone", "/api/v1/repos/ci-bot/proto/raw/go.mod");
+      expect(await backend.maintenance.expire(t0 + 2n, 10, signal)).toBe(1); // zip: a tombstone, no postings
+      await write(backend, "zip", "/api/v1/repos/alice/app/actions/artifacts/48213/zip"); // a new incarnation
+      await backend.close();
+      // The database as migration 003 left it: neither the servers' tables (004) nor the search index (005).
+      for (const view of ["request_changes_0_app_seqs", "request_changes_6_keys", "request_changes_7_search_postings", "request_changes_7_search_terms"]) {
+        await command(`DROP TABLE DB.${view}`);
+      }
+      for (const table of ["servers", "request_keys", "app_seqs", "search_postings", "search_terms"]) await command(`DROP TABLE DB.${table}`);
+      await command("TRUNCATE TABLE DB.schema_migrations");
+      await command("INSERT INTO DB.schema_migrations (version, name) VALUES (1, '001-init'), (2, '002-positions'), (3, '003-group-rollups')");
+
+      // (The index is for ranges of more than a few thousand records: asked here whatever the range holds.)
+      backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose: scans.interpose, searchIndex: "always" });
+      try {
+        const applied = await server.client.query({ query: `SELECT version FROM ${database}.schema_migrations ORDER BY version`, format: "JSONEachRow" });
+        expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }]);
+        expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["zip"], indexed: true });
+        expect(await matching(backend, "ci-bot/proto/raw/go\\.mod")).toEqual({ ids: ["gone", "mod"], indexed: true });
+        expect(await matching(backend, "curl/8\\.5")).toEqual({ ids: ["mod"], indexed: true });
+        expect(await matching(backend, "smith")).toEqual({ ids: ["nick"], indexed: true });
+        expect(await matching(backend, "nosuchthing")).toEqual({ ids: [], indexed: true });
+        await write(backend, "new", "/api/v1/repos/bob/cli/actions/artifacts/90000/zip");
+        expect(await matching(backend, "artifacts/90000")).toEqual({ ids: ["new"], indexed: true });
+        // A pattern no index narrows still scans, and finds the same.
+        expect(await matching(backend, "\\d{5}")).toEqual({ ids: ["new", "zip"], indexed: false });
+      } finally {
+        await backend.close();
+      }
+    } finally {
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+
+  it("leaves no text of a deleted request in the index, and still finds the requests that shared its terms and sort time", async () => {
+    const database = `reqlog_search_delete_${process.pid}`;
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose: scans.interpose, searchIndex: "always" });
+    const texts = () => query<{ text: string }>(database, "SELECT DISTINCT text FROM DB.search_terms WHERE position(text, 'zyxw') > 0 ORDER BY text");
+    try {
+      const secret = { referrer: "https://zyxw.example/", userAgent: "zyxw-agent/1.0" };
+      // Same end time: the same sort time, so postings of the two share their keys (the start, 48213).
+      const endTime = t0 + 50n;
+      await backend.store.write([
+        prepareRequestLog(minimalLog({ requestId: rid("secret"), endTime, resource: "/api/v1/repos/bob/app/actions/artifacts/48213/zyxwquux", ...secret }), defaultLimits, "log"),
+        prepareRequestLog(minimalLog({ requestId: rid("kept"), endTime, resource: "/api/v1/repos/bob/app/actions/artifacts/48213/zip" }), defaultLimits, "log"),
+      ], signal);
+      await write(backend, "other", "/api/v1/repos/ci-bot/proto/raw/go.mod", { userAgent: "zyxw-agent/1.0" }); // shares the user agent
+      expect((await texts()).map((t) => t.text)).toEqual(["https://zyxw.example/", "zyxw-agent/1.0", "zyxwquux"]);
+      expect(await matching(backend, "48213/zyxwquux")).toEqual({ ids: ["secret"], indexed: true });
+
+      expect(await backend.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("secret")] }, signal)).toBe(1);
+      // ClickHouse applies mutations in the background: wait until it has.
+      while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // The user agent another request has stays; the referrer and token only the erased one had go.
+      expect((await texts()).map((t) => t.text)).toEqual(["zyxw-agent/1.0"]);
+      expect(await matching(backend, "zyxwquux")).toEqual({ ids: [], indexed: true });
+      expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["kept"], indexed: true });
+      expect(await matching(backend, "zyxw-agent")).toEqual({ ids: ["other"], indexed: true });
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+});
+
+describe("ClickHouse paging far above the data", () => {
+  const signal = new AbortController().signal;
+  const decoder = new TextDecoder();
+
+  it("reads a page's windows after the first from the newest hour holding requests down to the oldest, not on from now to 19 years back", async () => {
+    const database = `reqlog_far_${process.pid}`;
+    const yearUs = 365n * 86_400_000_000n;
+    const windows = queryCounter(isScan);
+    // The requests ended a year before now (an old store, a Read of a quiet app).
+    const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + yearUs, interpose: windows.interpose });
+    try {
+      const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+      for (const [name, at] of [["a", 1n], ["b", 2n], ["c", 3n]] as const) {
+        await backend.store.write([prepareRequestLog(minimalLog({ requestId: rid(name), endTime: t0 + at }), defaultLimits, "log")], signal);
+      }
+      const read = (init: Parameters<typeof create<typeof LogReadRequestSchema>>[1]) =>
+        backend.store.read(planRead(create(LogReadRequestSchema, { appId: "forge", ...init }), defaultLimits, offsets), signal);
+      windows.seen = 0;
+      const page = await read({ count: 10n });
+      expect(page.records.map((r) => decoder.decode(r.log.requestId))).toEqual(["c", "b", "a"]);
+      // The minute before now, then (from the end of the hour the requests are in) a minute, ten, a hundred:
+      // the last reaches back over that hour, the oldest (before: windows ten times wider each round from now,
+      // eight rounds to reach a year, and on down to 19 years).
+      expect(windows.seen).toBeLessThanOrEqual(4);
+      windows.seen = 0;
+      // Nothing below the end time (an hour before the requests'): no window after the first.
+      expect((await read({ count: 10n, endTime: t0 - 3_600_000_000n })).records).toEqual([]);
+      expect(windows.seen).toBe(1);
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });
 });

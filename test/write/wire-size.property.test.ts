@@ -3,30 +3,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LogLineSchema, RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { lineWireBytes, recordWireBytes } from "../../src/write/wire-size.js";
+import { requestLogInit as fields } from "../helpers/record-arbitrary.js";
 
 const int64 = fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n });
-const int32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
-const bytes = fc.uint8Array({ maxLength: 200 });
 const text = fc.string({ maxLength: 200, unit: "grapheme" });
-
-// Every field a RequestLog has besides line and offset; the optional ones set or left unset
-// (toBinary refuses a record without its required fields).
-const required = [
-  "appId", "versionId", "requestId", "ip", "startTime", "endTime", "latency", "mcycles", "method", "resource",
-  "httpVersion", "status", "responseSize", "urlMapEntry", "combined",
-] as const;
-const fields = fc.record(
-  {
-    appId: text, moduleId: text, versionId: text, requestId: bytes, ip: text, nickname: text,
-    startTime: int64, endTime: int64, latency: int64, mcycles: int64, method: text, resource: text,
-    httpVersion: text, status: int32, responseSize: int64, referrer: text, userAgent: text, urlMapEntry: text,
-    combined: text, apiMcycles: int64, host: text, cost: fc.double(), taskQueueName: text, taskName: text,
-    wasLoadingRequest: fc.boolean(), pendingTime: int64, replicaIndex: int32, finished: fc.boolean(), cloneKey: bytes,
-    linesIncomplete: fc.boolean(), platformRelease: bytes, exitReason: int32, wasThrottledForTime: fc.boolean(),
-    wasThrottledForRequests: fc.boolean(), throttledTime: int64, serverName: bytes,
-  },
-  { requiredKeys: [...required] },
-);
 
 describe("wire sizes", () => {
   it("recordWireBytes equals the serialized record without its lines and offset", () => {

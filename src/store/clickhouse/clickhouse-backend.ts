@@ -13,7 +13,8 @@ import { createRequestEraser } from "./write/request-eraser.js";
 import { loadMeta, migrate } from "./migrate.js";
 import { createRecordReader } from "./read/record-reader.js";
 import { createClickHouseMaintenance } from "./retention.js";
-import { createSnapshotPaging } from "./read/snapshot-paging.js";
+import { createSearchIndex } from "./read/search-index.js";
+import { createSnapshotPaging, indexFromRows } from "./read/snapshot-paging.js";
 import { createSqlClient, type SqlClient } from "./sql-client.js";
 import { createTableLayout } from "./table-layout.js";
 import { storageError } from "./storage-error.js";
@@ -42,6 +43,13 @@ export interface ClickHouseBackendOptions {
   interpose?: (sql: SqlClient) => SqlClient;
   /** What one request may hold of app lines (default: the limits' defaults). */
   requestLines?: RequestLineCap;
+  /**
+   * Whether regex Reads ask the search index (migration 005) for their
+   * candidates when it narrows the pattern and the range holds more than a
+   * few thousand records ("auto", the default), whatever the range holds
+   * ("always"), or never ("never"): how the tests compare the two.
+   */
+  searchIndex?: "auto" | "always" | "never";
   /**
    * Retention or compaction that another server on the database finished
    * less than this long ago is not run again (ms; 0, the default: always
@@ -88,6 +96,11 @@ async function loadKnownKeys(sql: SqlClient): Promise<KnownKeys> {
   const known = createKnownKeys(Math.max(1 << 20, 2 * Number(stored!.n)));
   for await (const [app, requestId] of sql.stream("SELECT app, request_id FROM requests")) known.add(app!, requestId!);
   return known;
+}
+
+/** What regex Reads ask of the search index (ClickHouseBackendOptions.searchIndex). */
+function searchOf(sql: SqlClient, use: "auto" | "always" | "never") {
+  return use === "never" ? undefined : { index: createSearchIndex(sql), fromRows: use === "always" ? 0 : indexFromRows };
 }
 
 /**
@@ -194,7 +207,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       marks,
       batcher,
       records,
-      paging: createSnapshotPaging(sql, records, marks, history, now),
+      paging: createSnapshotPaging(sql, records, marks, history, now, searchOf(sql, options.searchIndex ?? "auto")),
       changes: createTailChanges(sql, records),
       offsetKey: meta.offsetKey,
       listeners,

@@ -106,6 +106,7 @@ export function createClickHouseMaintenance({ sql, layout, now, batcher, commit,
       await sql.command(layout.alter("lines", `DROP PARTITION ${sqlInt(BigInt(day))}`));
       await sql.command(layout.alter("request_keys", `DROP PARTITION ${sqlInt(BigInt(day))}`));
       await sql.command(layout.alter("positions", `DROP PARTITION ${sqlInt(BigInt(day))}`));
+      await sql.command(layout.alter("search_postings", `DROP PARTITION ${sqlInt(BigInt(day))}`));
       await sql.command(layout.alter("requests", `DROP PARTITION ${sqlInt(BigInt(day))}`));
     }
   }

@@ -6,6 +6,8 @@ import { checkRequestIdBytes, createPageBytes, pageBytesOf } from "../../../quer
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
 import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
+import type { SearchIndex, SearchKeys } from "./search-index.js";
+import { hourOf, usecPerHour } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
@@ -58,7 +60,28 @@ const scanRows = (plan: ReadPlan) => Math.min(plan.budget.rows, plan.budget.ms *
 const firstWindowUs = 60_000_000n;
 const widestWindowUs = firstWindowUs * 10n ** 7n;
 
+/**
+ * A regex Read reads its candidates from the search index when they are at
+ * most this many postings (and at most its row budget); with more, the
+ * pattern is not selective and a scan fills a page soon (as on SQLite).
+ */
+const maxCandidates = 20_000;
+/** A range of at most this many records (by the hours it touches) is scanned, not searched in the index. */
+export const indexFromRows = 2_000;
+/**
+ * Candidates (sort times, newest first) checked per round: a selective
+ * pattern's all fit in one; a page full of matches stops early.
+ */
+const candidatesPerRound = 2_000;
+
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
+
+/** Where a scan's windows start and end, and about how many records lie between (storedSpan). */
+interface StoredSpan {
+  from: bigint;
+  oldest: bigint;
+  requests: number;
+}
 
 /** Where paging history stands: offsets of snapshots taken before `floor` (µs, the backend's clock) have expired. */
 export interface PagingHistory {
@@ -86,6 +109,12 @@ export function createSnapshotPaging(
   marks: () => Promise<Snapshot>,
   history: PagingHistory,
   now: Clock,
+  /**
+   * The search index (migration 005) and the fewest records (by the hours
+   * a range touches) a regex Read asks it for (indexFromRows; 0: always);
+   * none: regex Reads scan.
+   */
+  search?: { index: SearchIndex; fromRows: number },
 ): SnapshotPaging {
   async function floorNow(signal: AbortSignal): Promise<bigint> {
     const [row] = await sql.rows<{ floor: string }>("SELECT max(toInt64(value)) AS floor FROM meta WHERE key = 'moves_floor'", signal);
@@ -112,9 +141,17 @@ export function createSnapshotPaging(
     // and app_seqs has them before any other table does.)
     if (!(await changedAfter(plan.appId, snapshot, signal))) return [];
     const app = sqlString(plan.appId);
+    // Not FINAL over the app (which merges every column of every row of it:
+    // seconds at 10M requests while writes go on): the ids with a version
+    // past the snapshot (one column read, the seq), then their latest
+    // versions by key. (GLOBAL: on a cluster the ids are found once, then
+    // sent to every shard.)
     const rows = await sql.rows<RequestRow>(
-      `SELECT * FROM requests FINAL
-       WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)} AND ${heldSql("rkey", snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
+      `SELECT * FROM (
+         SELECT * FROM requests
+         WHERE app = ${app} AND request_id GLOBAL IN (SELECT request_id FROM requests WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)})
+         ORDER BY request_id, seq DESC LIMIT 1 BY request_id)
+       WHERE ${heldSql("rkey", snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
       signal,
     );
     if (rows.length === 0) return [];
@@ -155,8 +192,10 @@ export function createSnapshotPaging(
    * each a search of its own, and stops at the window where the page is full
    * or the budget spent; what it finds is what one search over every window
    * up to there finds. Patterns are tested on `requests` (positions have no
-   * combined line or host), in one search over the whole range, since
-   * `requests` is not ordered by time; positions still count the rows examined.
+   * combined line or host), a window at a time too: `requests` is not
+   * ordered by time, but its sort times are read first (one column), and
+   * only the window's rows have their line derived and matched; positions
+   * still count the rows examined.
    */
   async function unchangedScan(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal) {
     const scope = [`app = ${sqlString(plan.appId)}`, ...timeRange(plan), heldSql("seq", snapshot), "deleted = 0"];
@@ -166,6 +205,22 @@ export function createSnapshotPaging(
     }
     const rows = scanRows(plan);
     const wanted = plan.count + 1;
+    const bound = after?.sortTime ?? plan.endTime;
+    const from = bound ?? now();
+    if (search && plan.combinedRegex !== undefined) {
+      // Which keys narrow the pattern, asked beside how much the range holds
+      // (one round trip): few rows are scanned as fast as the index is asked,
+      // and a scan is what the budget stops: as on SQLite, the index is for
+      // ranges of more. Undefined keys: the index cannot narrow the pattern to
+      // maxCandidates (and the budget), and a scan reads instead.
+      const limit = Math.min(maxCandidates, rows);
+      const [span, keys] = await Promise.all([
+        storedSpan(plan, from, bound !== undefined, signal),
+        search.index.keysOf(plan.appId, plan.combinedRegex, limit, signal),
+      ]);
+      if (span === null) return { found: [] };
+      if (keys && span.requests > search.fromRows) return { found: await indexedScan(keys, plan, scope, after, signal) };
+    }
     const extent = (where: readonly string[], limit?: number) =>
       sql.rows<ScanExtent>(
         `SELECT count() AS examined, min((sort_time, rkey)) AS oldest FROM ` +
@@ -175,9 +230,9 @@ export function createSnapshotPaging(
         signal,
       );
     const patterns = plan.hostRegex !== undefined || plan.combinedRegex !== undefined;
-    const matchesIn = (where: readonly string[], limit: number) =>
+    const matchesIn = (where: readonly string[], window: readonly string[], limit: number) =>
       patterns
-        ? firstMatches(plan, where, limit, signal)
+        ? firstMatches(plan, where, window, limit, signal)
         : sql.rows<Hit>(
             `SELECT sort_time, rkey, request_id, seq FROM positions FINAL WHERE ${and([...where, ...planFilters(plan)])}
              ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(limit)}`,
@@ -187,10 +242,10 @@ export function createSnapshotPaging(
     let examined = 0;
     let oldestKey: [string, string] | undefined;
     const hits: Hit[] = [];
-    for (const window of patterns ? [[]] : scanWindows(plan, after)) {
+    for await (const window of scanWindows(plan, from, signal)) {
       const where = [...scope, ...window];
       // (On a cluster, each shard sums up its own rows.)
-      const [[whole], found] = await Promise.all([extent(where), matchesIn(where, wanted - hits.length)]);
+      const [[whole], found] = await Promise.all([extent(where), matchesIn(where, window, wanted - hits.length)]);
       hits.push(...found);
       // The row past the budget is examined too (as on SQLite): rows + 1. Only
       // when there are more does ClickHouse sort them to find where it stands.
@@ -213,18 +268,99 @@ export function createSnapshotPaging(
   }
 
   /**
+   * The scan of unchanged records for a combined_log_regex, from its
+   * candidates in the search index (search-index.ts): the positions at the
+   * snapshot (`scope`) of the sort times under its keys, newest first from
+   * the cursor (one query), then the latest versions of those requests
+   * tested with every filter (RE2 among them), a round of candidates at a
+   * time until the page is full. It examines only candidates, so the budget
+   * never stops it.
+   */
+  async function indexedScan(found: SearchKeys, plan: ReadPlan, scope: readonly string[], after: ClickHouseCursor | undefined, signal: AbortSignal) {
+    const hits: ScanRow[] = [];
+    if (found.keys.length === 0) return hits;
+    const range = [...timeRange(plan), ...(after ? [`sort_time <= ${sqlInt(after.sortTime)}`] : [])];
+    const filters = planFilters(plan);
+    // (GLOBAL: on a cluster the candidates are found once, on every shard's
+    // postings, then sent to every shard's positions.) The postings counted
+    // are an upper bound of the candidates: the rounds end by then.
+    for (let i = 0; i < found.postings && hits.length < plan.count + 1; i += candidatesPerRound) {
+      const standing = await sql.rows<Hit>(
+        `SELECT sort_time, rkey, request_id, seq FROM positions FINAL
+         WHERE ${and([...scope, `sort_time GLOBAL IN (
+           SELECT DISTINCT sort_time FROM search_postings
+           WHERE ${and([`app = ${sqlString(plan.appId)}`, `key IN ${sqlList(found.keys)}`, ...range])}
+           ORDER BY sort_time DESC LIMIT ${sqlInt(i)}, ${sqlInt(candidatesPerRound)})`])}`,
+        signal,
+      );
+      if (standing.length === 0) continue;
+      const latest = await records.byIds(plan.appId, standing.map((p) => p.request_id), filters, signal);
+      const matching = new Map(latest.map((r) => [r.request_id, r.seq]));
+      const matched = standing
+        .filter((p) => matching.get(p.request_id) === p.seq)
+        .map((p): ScanRow => ({ sortTime: BigInt(p.sort_time), rkey: BigInt(p.rkey), requestId: p.request_id, matches: true }))
+        .sort((a, b) => (newer(a, b) ? -1 : 1));
+      hits.push(...matched);
+    }
+    return hits.slice(0, plan.count + 1);
+  }
+
+  /**
+   * Where a scan's windows start and how far down they need to go: `from`
+   * (the cursor, the end time, or now: not `bounded`, and then what sorts
+   * after it counts too), or the end of the newest hour below it that holds
+   * a request of the app, and the start of the oldest such hour (null: none
+   * does). So windows far
+   * above the data (an old store, a cursor after a gap) or below it (a page
+   * that is not full) cost no round trips that find nothing. Asked of
+   * usage_hourly, whose hours of sort time hold a share of every stored
+   * request (a record, or a placeholder's lines): a row per hour and
+   * version, not the requests. It is the store as it is now; a request
+   * that moved or went since the snapshot is not among the unchanged ones
+   * the windows look for anyway. With it, how many records the hours hold
+   * (more than the range: whole hours).
+   */
+  async function storedSpan(plan: ReadPlan, from: bigint, bounded: boolean, signal: AbortSignal): Promise<StoredSpan | null> {
+    // (Unbounded, from is now: the first window takes what sorts after it too.)
+    const highest = bounded ? ` AND hour <= ${sqlInt(hourOf(from))}` : "";
+    const lowest = plan.startTime === undefined ? "" : ` AND hour >= ${sqlInt(hourOf(plan.startTime))}`;
+    const [row] = await sql.rows<{ newest: string; oldest: string; hours: string; requests: string }>(
+      `SELECT max(hour) AS newest, min(hour) AS oldest, count() AS hours, sum(r) AS requests FROM (
+         SELECT hour, sum(requests) AS r FROM usage_hourly WHERE app = ${sqlString(plan.appId)}${highest}${lowest}
+         GROUP BY hour HAVING r != 0 OR sum(lines) != 0)`,
+      signal,
+    );
+    if (row!.hours === "0") return null;
+    const end = (BigInt(row!.newest) + 1n) * usecPerHour;
+    return { from: end < from ? end : from, oldest: BigInt(row!.oldest) * usecPerHour, requests: Number(row!.requests) };
+  }
+
+  /**
    * The windows of sort time a scan reads in turn, newest first, as
    * conditions: the newest minute below where it starts (the cursor, the
-   * plan's end time, or now; a first window also takes what sorts after
+   * plan's end time or now; a first window also takes what sorts after
    * now), then each ten times wider than the last, until one reaches the
    * plan's start time or spans ~19 years (the last takes all that is left).
+   * When the first window leaves the page short, the hours of requests
+   * below it are looked up (storedSpan): the windows go on from the newest
+   * of them (a minute wide again: a gap costs no round trips that find
+   * nothing) and stop at the oldest.
    */
-  function* scanWindows(plan: ReadPlan, after: ClickHouseCursor | undefined): Generator<string[]> {
-    const from = after?.sortTime ?? plan.endTime ?? now();
+  async function* scanWindows(plan: ReadPlan, start: bigint, signal: AbortSignal): AsyncGenerator<string[]> {
+    let from = start;
+    let oldest: bigint | undefined;
     let upper: bigint | undefined;
     for (let width = firstWindowUs; ; width *= 10n) {
+      if (upper !== undefined && oldest === undefined) {
+        // The first window did not fill the page: where the rest of the data lies.
+        const span = await storedSpan(plan, upper, true, signal);
+        if (span === null) return;
+        oldest = span.oldest;
+        if (span.from < upper) [from, width] = [span.from, firstWindowUs];
+      }
       const lower = from - width;
-      const last = width >= widestWindowUs || (plan.startTime !== undefined && lower <= plan.startTime);
+      const last =
+        width >= widestWindowUs || (oldest !== undefined && lower <= oldest) || (plan.startTime !== undefined && lower <= plan.startTime);
       yield [...(upper === undefined ? [] : [`sort_time < ${sqlInt(upper)}`]), ...(last ? [] : [`sort_time >= ${sqlInt(lower)}`])];
       if (last) return;
       upper = lower;
@@ -241,16 +377,22 @@ export function createSnapshotPaging(
    * finds enough matches or finds every matching version; else (many
    * matching versions superseded) the same search runs on requests FINAL.
    */
-  async function firstMatches(plan: ReadPlan, scope: readonly string[], wanted: number, signal: AbortSignal): Promise<Hit[]> {
+  async function firstMatches(plan: ReadPlan, scope: readonly string[], window: readonly string[], wanted: number, signal: AbortSignal): Promise<Hit[]> {
     const filters = scanFilters(plan);
     const order = "ORDER BY sort_time DESC, rkey DESC LIMIT";
+    // `requests` is not ordered by time: the window's sort times are tested
+    // first (PREWHERE, one column), so that the combined line is derived and
+    // matched only for the rows in the window. (Not with FINAL, which would
+    // merge what is left: a version moved out of the window would leave its
+    // old one looking like the latest.)
+    const from = (table: string) => (window.length > 0 && table === "requests" ? `${table} PREWHERE ${and(window)}` : table);
     const search = (table: string, limit: number) =>
       sql.rows<Hit>(
         filters.then.length === 0
           ? // One level when there is no second stage: on a cluster, each shard then sorts and limits its own rows.
-            `SELECT sort_time, rkey, request_id, seq FROM ${table} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
+            `SELECT sort_time, rkey, request_id, seq FROM ${from(table)} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
           : `SELECT sort_time, rkey, request_id, seq
-             FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${table}
+             FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${from(table)}
                    WHERE ${[...scope, ...filters.first].join(" AND ")})
              WHERE ${and(filters.then)} ${order} ${sqlInt(limit)}`,
         signal,

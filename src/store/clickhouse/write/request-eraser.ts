@@ -8,6 +8,7 @@ import type { SqlClient } from "../sql-client.js";
 import { guarded } from "../storage-error.js";
 import type { TableLayout } from "../table-layout.js";
 import type { GroupCommit, GroupWork } from "./group-commit.js";
+import { createSearchEraser } from "./search-eraser.js";
 import type { WriteBatcher } from "./write-batcher.js";
 
 /** Requests one step finds and expires (one INSERT of tombstones). */
@@ -46,13 +47,15 @@ function whereOf(plan: DeletePlan): string {
  * sort time and id) and expires them as retention does, alone in the write
  * order: a tombstone version of each, its rollup shares taken out in the
  * same INSERT, so they leave Read, Tail, Usage and Stats at once. Then
- * mutations delete every version of them, their lines and positions, and
+ * mutations delete every version of them, their lines and positions, their
+ * search index postings and terms no other request has (search-eraser.ts), and
  * the Stats rows of client IPs and user agents that no request counts any
  * more: ClickHouse rewrites the parts that hold them in the background, and
  * the old parts leave the disk once they are unused and `old_parts_lifetime`
  * (8 minutes by default) has passed (docs/privacy.md).
  */
 export function createRequestEraser({ sql, layout, batcher, commit }: RequestEraserParts): EraseRequests {
+  const eraseFromSearch = createSearchEraser(sql, layout);
   /** The next step's requests after `after` (sort time, id), the IP ranges checked exactly. */
   async function next(plan: DeletePlan, after: [string, string] | undefined, signal: AbortSignal) {
     const from = after ? ` AND (sort_time > ${sqlInt(BigInt(after[0]))} OR (sort_time = ${sqlInt(BigInt(after[0]))} AND request_id > ${sqlString(after[1])}))` : "";
@@ -142,6 +145,8 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
       // rkey (the seq of the write that made a request) names one incarnation: a request written
       // again under the same id since is another, and stays.
       const app = sqlString(plan.appId);
+      // (Read from the requests' rows: before they go.)
+      await eraseFromSearch(plan.appId, rkeys, signal);
       for (const table of ["requests", "lines", "positions"]) {
         await mutate(table, (l) => `app = ${app} AND rkey IN ${l}`, rkeys, signal);
       }

@@ -1,20 +1,14 @@
 import { latencyBucket } from "../../../domain/latency-histogram.js";
-import { statsFactsOf } from "../../../write/stats-facts.js";
+import { type StatsFacts, statsFactsOf } from "../../../write/stats-facts.js";
+import { hourOf } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
 import { tsvNumbers, tsvStrings } from "../rows/tab-separated.js";
 
-const usecPerHour = 3_600_000_000n;
-
-/** Hours since the epoch of a time in µs (rounded down). */
-function hourOf(usec: string): bigint {
-  const time = BigInt(usec);
-  return time >= 0n ? time / usecPerHour : (time - usecPerHour + 1n) / usecPerHour;
-}
 
 /** What a version adds to the usage rollups (nothing once expired). */
 function usageShareOf(row: RequestRow | undefined) {
   if (!row || row.deleted === 1) return undefined;
-  const hour = String(hourOf(row.sort_time));
+  const hour = String(hourOf(BigInt(row.sort_time)));
   return {
     key: `${hour}\u0000${row.version_id}`,
     hour,
@@ -25,19 +19,36 @@ function usageShareOf(row: RequestRow | undefined) {
   };
 }
 
+/** The Stats facts of versions made or read in this process, each worked out once (its route match is most of the cost). */
+const factsOfRows = new WeakMap<RequestRow, StatsFacts>();
+
+/**
+ * A version's Stats facts (the writer's observers and the Stats rollup
+ * both ask for a finished record's, and a rewrite's earlier version is
+ * asked again as it leaves its cell).
+ */
+export function rowStatsFacts(row: RequestRow): StatsFacts {
+  let facts = factsOfRows.get(row);
+  if (!facts) {
+    facts = statsFactsOf({
+      urlMapEntry: row.url_map_entry as string,
+      resource: row.resource as string,
+      status: row.status as number,
+      latency: BigInt(row.latency as string),
+      responseSize: BigInt(row.response_size as string),
+      ip: row.ip as string,
+      userAgent: row.user_agent as string,
+    });
+    factsOfRows.set(row, facts);
+  }
+  return facts;
+}
+
 /** Where a version counts in Stats: a finished request, by hour of its end, route, status class… (none otherwise). */
 function statsCellOf(row: RequestRow | undefined) {
   if (!row || row.deleted === 1 || row.finished !== 1) return undefined;
-  const facts = statsFactsOf({
-    urlMapEntry: row.url_map_entry as string,
-    resource: row.resource as string,
-    status: row.status as number,
-    latency: BigInt(row.latency as string),
-    responseSize: BigInt(row.response_size as string),
-    ip: row.ip as string,
-    userAgent: row.user_agent as string,
-  });
-  const hour = String(hourOf(row.sort_time));
+  const facts = rowStatsFacts(row);
+  const hour = String(hourOf(BigInt(row.sort_time)));
   const bucket = latencyBucket(facts.latencyUs);
   const { route, statusClass, userAgent } = facts;
   return {

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
-import { charLength, requiredStrings, type StringQuery } from "../../../query/required-strings.js";
+import { linePieces, unindexablePiece } from "../../../query/line-pieces.js";
+import { requiredStrings, type StringQuery } from "../../../query/required-strings.js";
 import { entryToken } from "../rows/search-doc.js";
 import { gramToken, trigramsOf } from "../rows/trigram.js";
 import { createStopGramsReader, type StopGrams } from "../rows/stop-grams.js";
@@ -56,17 +57,6 @@ function join(kind: "and" | "or", parts: Cond[]): Cond {
   const args = parts.filter((p) => p.kind !== neutral).flatMap((p) => (p.kind === kind ? p.args : [p]));
   if (args.length === 0) return kind === "and" ? yes : no;
   return args.length === 1 ? args[0]! : { kind, args };
-}
-
-const monthNames = "JanFebMarAprMayJunJulAugSepOctNovDec";
-
-/** Whether `piece` (free of separators) may lie in the time of a line (`dd/Mon/yyyy:HH:MM:SS`) or its fixed parts. */
-export function mayBeInTimeOrFixed(piece: string): boolean {
-  if ("-".includes(piece) || "+0000".includes(piece)) return true;
-  if (/[^0-9A-Za-z/:]/.test(piece)) return false;
-  const letters = piece.match(/[A-Za-z]+/g) ?? [];
-  const digits = piece.match(/[0-9]+/g) ?? [];
-  return letters.every((l) => l.length <= 3 && monthNames.includes(l)) && digits.every((d) => d.length <= 4);
 }
 
 const ftsString = (s: string) => `"${s.replaceAll('"', '""')}"`;
@@ -147,7 +137,7 @@ export function createSearchPlanner(db: Database.Database): SearchPlanner {
 
   /** What the index (fts) or a row's columns (sql) must have when the line contains the piece `p`. */
   function piece(p: string, form: "fts" | "sql", methods: readonly string[] | undefined, stop: StopGrams): Cond {
-    if (charLength(p) < 3 || /^[0-9-]+$/.test(p) || mayBeInTimeOrFixed(p) || p.includes("\u0000")) return yes;
+    if (unindexablePiece(p)) return yes;
     // Methods and HTTP versions are few and in every line: not worth an index entry.
     if (!methods || methods.some((m) => m.includes(p))) return yes;
     const entries = entriesOf(p);
@@ -177,7 +167,7 @@ export function createSearchPlanner(db: Database.Database): SearchPlanner {
       case "none":
         return no;
       case "has":
-        return join("and", query.s.split(/[ "[\]]+/).map((p) => piece(p, form, methods, stop)));
+        return join("and", linePieces(query.s).map((p) => piece(p, form, methods, stop)));
       case "and":
       case "or":
         return join(query.op, query.args.map((q) => condOf(q, form, methods, stop)));

@@ -1,0 +1,211 @@
+import { linePieces, unindexablePiece } from "../../../query/line-pieces.js";
+import { requiredStrings, type StringQuery } from "../../../query/required-strings.js";
+import { type PieceRun, resourcePlaces, termKeySql, termKind } from "../rows/search-terms.js";
+import { sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
+import type { SqlClient } from "../sql-client.js";
+
+/**
+ * A regex Read's use of the search index on ClickHouse (migration 005,
+ * rows/search-terms.ts): which postings every request whose combined line
+ * may match the pattern is under. The strings every match contains
+ * (required-strings.ts) are cut into pieces at the line's separators; a
+ * piece of three characters or more that cannot lie in the time, the fixed
+ * parts, a number, a method, an HTTP version or an ip lies in the resource
+ * (inside its start, across its end, or in the rest, whose whole tokens are
+ * terms), the referrer or user agent, or a line stored whole. The values
+ * holding it are found in the dictionary (`search_terms`, small: values
+ * shared by many requests); the keys to read are chosen by their counts:
+ * of an AND, the cheapest part; of an OR, every part. RE2 (match()) still
+ * decides every candidate: the index only narrows.
+ */
+export interface SearchKeys {
+  /** Every request the pattern may match is under one of these keys (ClickHouse's UInt64, as text); empty: none is. */
+  keys: string[];
+  /** How many postings they have in all (an upper bound: expired and replaced versions count). */
+  postings: number;
+}
+
+/**
+ * A value set named by the dictionary: the values of `kinds` whose text
+ * contains `text` (starts or ends with it, or is it: found by its key), or
+ * all of them.
+ */
+interface Lookup {
+  kinds: readonly number[];
+  test: "contains" | "startsWith" | "endsWith" | "is" | "any";
+  text: string;
+}
+
+type Need =
+  | { op: "yes" }
+  | { op: "no" }
+  | { op: "values"; lookup: number }
+  /** Nothing can be narrowed if the lookup finds a value (a piece that may lie in a method or HTTP version). */
+  | { op: "unlessFound"; lookup: number }
+  | { op: "and" | "or"; args: Need[] };
+
+const yes: Need = { op: "yes" };
+const no: Need = { op: "no" };
+
+/** Keys of one lookup beyond this make it read as "anything" (an IN list is not an index). */
+const maxKeysPerLookup = 1000;
+
+/** An ip's characters: a piece of them alone may lie in one, which is not indexed. */
+const ipText = /^[0-9A-Fa-f.:]+$/;
+
+/** What a cost evaluation finds: the keys to read and their postings, or anything (Infinity). */
+interface Reading {
+  cost: number;
+  keys: Set<string>;
+}
+
+export function createSearchIndex(sql: SqlClient) {
+  /** The needs of a pattern, with the dictionary lookups and tokens they ask for. */
+  function needsOf(query: StringQuery) {
+    const lookups: Lookup[] = [];
+    const lookupIds = new Map<string, number>();
+    const lookup = (l: Lookup) => {
+      const key = JSON.stringify(l);
+      let id = lookupIds.get(key);
+      if (id === undefined) lookupIds.set(key, (id = lookups.push(l) - 1));
+      return id;
+    };
+    /**
+     * A piece's runs in tokens of a resource's rest: a token for each. Whole
+     * ones are found by key; when there are any, the others are left out
+     * (an AND reads one part anyway, and looking a partial run up reads
+     * every token of the app's dictionary: millions of ids and signatures).
+     */
+    const inRest = (all: readonly PieceRun[]): Need => {
+      if (all.length === 0) return yes;
+      const whole = all.filter((r) => r.token === "equals");
+      const runs = whole.length > 0 ? whole : all;
+      return {
+        op: "and",
+        args: runs.map((r): Need => ({
+          op: "values",
+          lookup: lookup({ kinds: [termKind.token], test: r.token === "equals" ? "is" : r.token, text: r.text }),
+        })),
+      };
+    };
+    const piece = (p: string): Need => {
+      if (unindexablePiece(p) || ipText.test(p)) return yes;
+      const places = resourcePlaces(p);
+      return {
+        op: "or",
+        args: [
+          { op: "unlessFound", lookup: lookup({ kinds: [termKind.method, termKind.httpVersion], test: "contains", text: p }) },
+          { op: "values", lookup: lookup({ kinds: [termKind.start], test: "contains", text: p }) },
+          // (Across the start's end: the start's part always narrows, so the
+          // rest's part is asked only for whole tokens.)
+          ...places.splits.map((s): Need => ({
+            op: "and",
+            args: [
+              { op: "values", lookup: lookup({ kinds: [termKind.start], test: "endsWith", text: s.head }) },
+              inRest(s.runs.filter((r) => r.token === "equals")),
+            ],
+          })),
+          inRest(places.runs),
+          { op: "values", lookup: lookup({ kinds: [termKind.referrer, termKind.userAgent], test: "contains", text: p }) },
+          { op: "values", lookup: lookup({ kinds: [termKind.stored], test: "any", text: "" }) },
+        ],
+      };
+    };
+    const walk = (q: StringQuery): Need => {
+      switch (q.op) {
+        case "all":
+          return yes;
+        case "none":
+          return no;
+        case "has":
+          return { op: "and", args: linePieces(q.s).map(piece) };
+        case "and":
+        case "or":
+          return { op: q.op, args: q.args.map(walk) };
+      }
+    };
+    return { need: walk(query), lookups };
+  }
+
+  /** Each lookup's keys (at most maxKeysPerLookup + 1) and their postings, in one pass over the app's shared values. */
+  async function lookUp(app: string, lookups: readonly Lookup[], signal: AbortSignal) {
+    if (lookups.length === 0) return [];
+    /** The lookup's test of an entry whose text is `column`. */
+    const test = (l: Lookup, column = "value") => {
+      const kinds = `kind IN ${sqlList(l.kinds.map((k) => sqlInt(k)))}`;
+      const text = sqlString(l.text);
+      switch (l.test) {
+        case "any":
+          return kinds;
+        case "is":
+          return `${kinds} AND key = ${termKeySql(`toUInt8(${l.kinds[0]!})`, text)}`;
+        case "contains":
+          return `${kinds} AND position(${column}, ${text}) > 0`;
+        default:
+          return `${kinds} AND ${l.test}(${column}, ${text})`;
+      }
+    };
+    // Tokens are too many to read through: only those found by key, unless a lookup wants their text.
+    const kinds = [...new Set(lookups.flatMap((l) => (l.test === "is" ? [] : l.kinds)))];
+    const byKey = lookups.filter((l) => l.test === "is");
+    const entries = [
+      ...(kinds.length > 0 ? [`kind IN ${sqlList(kinds.map((k) => sqlInt(k)))}`] : []),
+      ...byKey.map((l) => `(${test(l)})`),
+    ];
+    const columns = lookups.map((l, i) => `groupArrayIf(${maxKeysPerLookup + 1})(toString(key), ${test(l)}) AS k${i}, sumIf(n, ${test(l)}) AS n${i}`);
+    // Only the entries some lookup wants are summed (an app's tokens may be
+    // millions: ids, signatures), then each lookup takes its own.
+    const [row] = await sql.rows<Record<string, string[] | string>>(
+      `SELECT ${columns.join(", ")} FROM (
+         SELECT kind, key, any(text) AS value, sum(n) AS n FROM search_terms
+         WHERE app = ${sqlString(app)} AND (${entries.join(" OR ")}) AND (${lookups.map((l) => `(${test(l, "text")})`).join(" OR ")})
+         GROUP BY kind, key)`,
+      signal,
+    );
+    return lookups.map((_, i) => ({ keys: row![`k${i}`] as string[], postings: Number(row![`n${i}`]) }));
+  }
+
+  return {
+    /**
+     * The postings keys that narrow a combined_log_regex, or undefined when
+     * the index cannot narrow it below `limit` postings (a scan answers).
+     */
+    async keysOf(app: string, pattern: string, limit: number, signal: AbortSignal): Promise<SearchKeys | undefined> {
+      const { need, lookups } = needsOf(requiredStrings(pattern));
+      if (need.op === "yes") return undefined;
+      const found = await lookUp(app, lookups, signal);
+      const nothing: Reading = { cost: 0, keys: new Set() };
+      const anything: Reading = { cost: Infinity, keys: new Set() };
+      const evaluate = (n: Need): Reading => {
+        switch (n.op) {
+          case "yes":
+            return anything;
+          case "no":
+            return nothing;
+          case "values": {
+            const { keys, postings } = found[n.lookup]!;
+            return keys.length > maxKeysPerLookup ? anything : { cost: postings, keys: new Set(keys) };
+          }
+          case "unlessFound":
+            return found[n.lookup]!.keys.length > 0 ? anything : nothing;
+          case "and": {
+            // Any part narrows: read the cheapest (RE2 checks the others).
+            let best = anything;
+            for (const part of n.args.map(evaluate)) if (part.cost < best.cost) best = part;
+            return best;
+          }
+          case "or": {
+            const parts = n.args.map(evaluate);
+            if (parts.some((p) => p.cost === Infinity)) return anything;
+            return { cost: parts.reduce((s, p) => s + p.cost, 0), keys: new Set(parts.flatMap((p) => [...p.keys])) };
+          }
+        }
+      };
+      const reading = evaluate(need);
+      if (reading.cost > limit) return undefined;
+      return { keys: [...reading.keys], postings: reading.cost };
+    },
+  };
+}
+
+export type SearchIndex = ReturnType<typeof createSearchIndex>;

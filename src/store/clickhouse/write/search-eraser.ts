@@ -1,0 +1,65 @@
+import { termsSql } from "../rows/search-terms.js";
+import { sqlList, sqlString } from "../rows/sql-literal.js";
+import type { SqlClient } from "../sql-client.js";
+import type { TableLayout } from "../table-layout.js";
+
+/** Requests (by rkey) or terms (by key) one statement names, at most (its SQL text stays small). */
+const perStatement = 2_000;
+
+/**
+ * Takes erased requests (by rkey: every version of them) out of the search
+ * index (migration 005).
+ */
+export type EraseFromSearch = (app: string, rkeys: readonly string[], signal: AbortSignal) => Promise<void>;
+
+/**
+ * Delete's part in the search index (migration 005): the erased requests'
+ * postings go, and so do the dictionary's entries (their text: a resource's
+ * start, a token, a referrer, a user agent) that no request left is indexed
+ * under. Called after their tombstones are written and before their rows
+ * are deleted (their terms are read from them).
+ *
+ * Postings are keyed by sort time, which a request that stays may share:
+ * those of the requests standing at these sort times are written again,
+ * after the deletion is asked for (a mutation leaves parts inserted after
+ * it alone). A term is still used when a request standing (not deleted, in
+ * positions) has a posting under it. Other servers' writes meanwhile index
+ * what they write themselves, in their INSERT.
+ */
+export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFromSearch {
+  return async (app, rkeys, signal) => {
+    const app_ = sqlString(app);
+    const erasedKeys = new Set<string>();
+    for (let at = 0; at < rkeys.length; at += perStatement) {
+      const versions = `(SELECT * FROM requests WHERE app = ${app_} AND rkey IN ${sqlList(rkeys.slice(at, at + perStatement))})`;
+      const erased = await sql.rows<{ k: string; t: string }>(
+        `SELECT DISTINCT toString(key) AS k, toString(sort_time) AS t FROM (${termsSql(versions, "postings")})`,
+        signal,
+      );
+      if (erased.length === 0) continue;
+      const keys = [...new Set(erased.map((e) => e.k))];
+      for (const k of keys) erasedKeys.add(k);
+      const times = sqlList([...new Set(erased.map((e) => e.t))]);
+      await sql.command(layout.alter("search_postings", `DELETE WHERE app = ${app_} AND key IN ${sqlList(keys)} AND sort_time IN ${times}`), signal);
+      // The latest versions standing at these times (an erased request's is its tombstone: not indexed).
+      const standing = `(SELECT * FROM requests FINAL WHERE app = ${app_} AND sort_time IN ${times})`;
+      await sql.command(`INSERT INTO search_postings (app, day, key, sort_time) SELECT app, day, key, sort_time FROM (${termsSql(standing, "postings")})`, signal);
+    }
+    const all = [...erasedKeys];
+    for (let at = 0; at < all.length; at += perStatement) {
+      const keys = sqlList(all.slice(at, at + perStatement));
+      // (GLOBAL: on a cluster postings and positions are sharded differently.)
+      // (Aliased k: an alias named key would stand for key in the WHERE.)
+      const used = await sql.rows<{ k: string }>(
+        `SELECT DISTINCT toString(key) AS k FROM search_postings
+         WHERE app = ${app_} AND key IN ${keys} AND sort_time GLOBAL IN (
+           SELECT sort_time FROM positions FINAL
+           WHERE app = ${app_} AND deleted = 0 AND sort_time GLOBAL IN (SELECT sort_time FROM search_postings WHERE app = ${app_} AND key IN ${keys}))`,
+        signal,
+      );
+      const still = new Set(used.map((u) => u.k));
+      const unused = all.slice(at, at + perStatement).filter((k) => !still.has(k));
+      if (unused.length > 0) await sql.command(layout.alter("search_terms", `DELETE WHERE app = ${app_} AND key IN ${sqlList(unused)}`), signal);
+    }
+  };
+}
