@@ -2,6 +2,7 @@ import { create, type DescMessage, toBinary } from "@bufbuild/protobuf";
 import { Client, credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import {
   AlertsRequestSchema,
+  DeleteRequestSchema,
   FlushRequestSchema,
   IngestRequestSchema,
   RequestLinesSchema,
@@ -89,6 +90,14 @@ const seeds: { method: string; service?: string; stream: boolean | "bidi"; schem
     bytes: toBinary(QueryRequestSchema, create(QueryRequestSchema, { appId: "fuzz", query: "status:>=500 \"caf\u00e9\" | stats by (route) count()" })),
   },
   { method: "Alerts", stream: false, schema: AlertsRequestSchema, bytes: toBinary(AlertsRequestSchema, create(AlertsRequestSchema, { appId: "fuzz\u00e9", startTime: t0 / 1_000_000n })) },
+  // A Delete of the fuzzer's own app, by address: a mutation that reached
+  // another app's name would have to rewrite every byte of "fuzz".
+  {
+    method: "Delete",
+    stream: false,
+    schema: DeleteRequestSchema,
+    bytes: toBinary(DeleteRequestSchema, create(DeleteRequestSchema, { appId: "fuzz", ip: ["192.0.2.0/24"], combinedLogRegex: "caf\u00e9", dryRun: true })),
+  },
   {
     method: "Export",
     service: "opentelemetry.proto.collector.logs.v1.LogsService",
