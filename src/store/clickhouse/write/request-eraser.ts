@@ -151,6 +151,11 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
         await mutate(table, (l) => `app = ${app} AND rkey IN ${l}`, rkeys, signal);
       }
       await dropUncounted(plan.appId, ips, agents, signal);
+      // ALTER … DELETE only queues a mutation: wait until this server has
+      // applied them, so the erased requests are gone when Delete returns.
+      while ((await sql.rows<{ n: string }>("SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND is_done = 0", signal))[0]?.n !== "0") {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       return total;
     });
 }
