@@ -130,7 +130,11 @@ describe.each(targets)("reqlog serve --store clickhouse on %s", (_, start) => {
       reader.close();
       expect(await server.stop()).toEqual({ code: 0, signal: null });
     }
-    expect((await runCli(["token", "revoke", ...store, "1"])).stdout.trim()).toBe("revoked token 1");
+    expect((await runCli(["token", "revoke", ...store, "1"])).stdout.trim()).toBe(
+      "revoked token 1: it was the last active token.\n" +
+        "A server listening on a non-loopback address now refuses every call until a token is created;\n" +
+        "one listening on loopback only now serves anyone who can connect to it.",
+    );
   });
 });
 
