@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { ipInRanges, ipv4Bounds } from "../../../domain/ip-range.js";
 import type { DeletePlan } from "../../../query/delete-plan.js";
 import { clickhouseRegex } from "../read/clickhouse-regex.js";
@@ -154,7 +155,7 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
       // ALTER … DELETE only queues a mutation: wait until this server has
       // applied them, so the erased requests are gone when Delete returns.
       while ((await sql.rows<{ n: string }>("SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND is_done = 0", signal))[0]?.n !== "0") {
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await delay(20, undefined, { signal });
       }
       return total;
     });
