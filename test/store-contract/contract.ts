@@ -887,10 +887,13 @@ function describePaging(h: Harness): void {
               seen.push(...pageIds(page));
               expect(page.records.length).toBeLessThanOrEqual(count);
               if (page.next) expect(page.records.length).toBe(count); // no budget is hit at this size
-              for (const op of between[pages - 1] ?? []) await model.apply(op);
-              for (const id of alwaysMatching) {
-                const now = model.current(id);
-                if (!now || !model.matches(now, filter, false)) alwaysMatching.delete(id);
+              // Checked after each op: a request erased and written again is a new one, after the first page.
+              for (const op of between[pages - 1] ?? []) {
+                await model.apply(op);
+                for (const id of alwaysMatching) {
+                  const now = model.current(id);
+                  if (!now || !model.matches(now, filter, false)) alwaysMatching.delete(id);
+                }
               }
               if (!page.next || pages === 100) break;
               page = await h.store.read(h.after(page.next, init), signal);
