@@ -409,6 +409,54 @@ function describeDelete(h: Harness): void {
       expect(records).toEqual([]);
       expect(await readIds(h)).toEqual(["c3", "c2"]);
     });
+
+    it("erases a Delete larger than one part in parts: one cancelled midway leaves counts equal to what is left", async () => {
+      // 1,500 requests, four in five from 100.64.0.0/24 (more than one part of SQLite's), the rest from 198.51.100.0/24.
+      const n = 1500;
+      const doomed = (i: number) => i % 5 !== 0;
+      for (let from = 0; from < n; from += 500) {
+        await h.write(
+          ...Array.from({ length: 500 }, (_, j) => {
+            const i = from + j;
+            const ip = doomed(i) ? `100.64.0.${i % 20}` : `198.51.100.${i % 20}`;
+            return minimalLog({ requestId: rid(`r${i}`), ip, endTime: t0 + BigInt(i) * 1000n, resource: `/api/v1/teams/${i}` });
+          }),
+        );
+      }
+      const range = { ips: [parseIpRange("100.64.0.0/24")!] };
+      const usageTotal = async () => (await h.usage({})).buckets.reduce((sum, b) => sum + b.requests, 0);
+      const clientIps = async () =>
+        (await h.store.stats(planStats(create(StatsRequestSchema, { appId: "forge", topN: 50 }), defaultLimits), signal)).clientIps
+          .map((c) => `${c.name} ${c.requests}`)
+          .sort();
+      // Cancelled once its first part has committed: what that part erased is gone, the rest stays, counts agree.
+      const cancel = new AbortController();
+      const parts: number[] = [];
+      const outcome = await h.store
+        .delete({ appId: "forge", dryRun: false, ...range }, cancel.signal, (count) => {
+          parts.push(count);
+          cancel.abort();
+        })
+        .then((count) => count, (err: unknown) => err);
+      const erased = parts.reduce((a, b) => a + b, 0);
+      expect(erased).toBeGreaterThan(0);
+      expect(erased).toBeLessThanOrEqual(1200);
+      if (typeof outcome === "number") expect(outcome).toBe(erased);
+      else expect(outcome).toMatchObject({ code: Code.CANCELLED });
+      expect(await readIds(h)).toHaveLength(n - erased);
+      expect(await usageTotal()).toBe(n - erased);
+      // The rest in another Delete: its answer is the sum of its parts; only the other addresses are left.
+      const later: number[] = [];
+      expect(await h.store.delete({ appId: "forge", dryRun: false, ...range }, signal, (count) => later.push(count))).toBe(1200 - erased);
+      expect(later.reduce((a, b) => a + b, 0)).toBe(1200 - erased);
+      const left = Array.from({ length: n }, (_, i) => i).filter((i) => !doomed(i));
+      expect(await readIds(h)).toEqual(left.map((i) => `r${i}`).reverse());
+      expect(await usageTotal()).toBe(left.length);
+      expect(await clientIps()).toEqual(["198.51.100.0 75", "198.51.100.10 75", "198.51.100.15 75", "198.51.100.5 75"]);
+      // The search index finds what a scan finds: teams/1… of those left, none of the erased.
+      const found = (await h.walk({ combinedLogRegex: "teams/1[0-9]{2}\\b", count: 1000n })).flatMap((p) => p.records.map((r) => idOf(r.log)));
+      expect(found.sort()).toEqual(left.filter((i) => /^1[0-9]{2}$/.test(String(i))).map((i) => `r${i}`).sort());
+    });
   });
 }
 

@@ -14,9 +14,15 @@ import { truncateWal } from "./truncate-wal.js";
 import type { RunChange } from "./write-transaction.js";
 
 /** Rows one step of the scan examines (a few ms of the main thread: writes go on between steps). */
-const scanStep = 20_000;
-/** Rows one transaction deletes (each costs its search document, rollups and freed pages). */
-const deleteStep = 400;
+const scanStep = 5_000;
+/** Rows one transaction deletes at most (each costs its search document, rollups and freed pages). */
+const deleteStep = 1000;
+/**
+ * Main-thread time one Delete transaction stops taking rows after (ms; its
+ * rollups and COMMIT follow): a Write that arrives meanwhile waits for the
+ * rest of it, then goes before the next (write-batcher.ts, `alone`).
+ */
+const deleteStepMs = 20;
 
 export interface RequestEraserParts {
   db: Database.Database;
@@ -90,7 +96,6 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
       .raw()
       .safeIntegers(true),
     seq: db.prepare(currentSeqSql).pluck().safeIntegers(true),
-    stored: db.prepare(`${storedRowSql}, ${keyList} FROM requests r WHERE r.id = ?`).safeIntegers(true),
     changedSince: db
       .prepare(
         `SELECT ${keyList} FROM requests r WHERE r.id > @since
@@ -131,7 +136,22 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
       return !regex || regex.test(combinedLineOf(row.slice(2)));
     };
     const one = db.prepare(`SELECT ${columns} FROM requests r WHERE r.id = ? AND ${where.join(" AND ")}`).raw().safeIntegers(true);
-    return { where: where.join(" AND "), args, columns, matches, one };
+    // The row again at its deletion, in one look-up: what it is matched on, then what deleting it needs (ErasedRow).
+    const width = one.columns().length;
+    const full = db
+      .prepare(`SELECT ${columns}, ${storedRowSql.slice("SELECT ".length)}, ${keyList} FROM requests r WHERE r.id = ? AND ${where.join(" AND ")}`)
+      .raw()
+      .safeIntegers(true);
+    const names = full.columns().map((c) => c.name);
+    /** Row `id` as deleting it needs it, if it still matches. */
+    const stillMatching = (id: bigint): ErasedRow | undefined => {
+      const row = full.get(id, ...args) as unknown[] | undefined;
+      if (!row || !matches(row)) return undefined;
+      const erased: Record<string, unknown> = {};
+      for (let i = width; i < names.length; i++) erased[names[i]!] = row[i];
+      return erased as ErasedRow;
+    };
+    return { where: where.join(" AND "), args, columns, matches, one, stillMatching };
   }
 
   type Matcher = ReturnType<typeof matcher>;
@@ -172,23 +192,34 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
     }
   }
 
-  /** Deletes the rows that still match, in one transaction; returns how many, and notes the strings they used. */
-  function deleteRows(m: Matcher, ids: readonly bigint[], signal: AbortSignal): Promise<number> {
-    return change(() => {
-      let deleted = 0;
-      for (const id of ids) {
-        const now = m.one.get(id, ...m.args) as unknown[] | undefined;
-        if (!now || !m.matches(now)) continue;
-        const row = stmt.stored.get(id) as ErasedRow;
-        if (row.has_record === 1n) search.remove(row);
-        stmt.deleteRow.run(id);
-        rollups.move(shareOf(row), undefined);
-        rollups.moveStats(statsShareOf(row), undefined);
-        left(row);
-        deleted++;
-      }
-      return deleted;
-    }, signal);
+  /**
+   * Deletes the rows of `ids` from `from` on that still match, in one
+   * transaction of its own (all or nothing, its rollup moves in it), until
+   * deleteStep rows or deleteStepMs; returns where it stopped and how many
+   * it deleted, and notes the strings they used.
+   */
+  function deleteRows(m: Matcher, ids: readonly bigint[], from: number, signal: AbortSignal): Promise<{ next: number; deleted: number }> {
+    return change(
+      () => {
+        const started = performance.now();
+        let deleted = 0;
+        let at = from;
+        while (at < ids.length && deleted < deleteStep && performance.now() - started < deleteStepMs) {
+          const id = ids[at++]!;
+          const row = m.stillMatching(id);
+          if (!row) continue;
+          if (row.has_record === 1n) search.remove(row);
+          stmt.deleteRow.run(id);
+          rollups.move(shareOf(row), undefined);
+          rollups.moveStats(statsShareOf(row), undefined);
+          left(row);
+          deleted++;
+        }
+        return { next: at, deleted };
+      },
+      signal,
+      true,
+    );
   }
 
   /**
@@ -257,10 +288,13 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
         total += ids.length;
         continue;
       }
-      for (let at = 0; at < ids.length; at += deleteStep) {
-        const count = await deleteRows(m, ids.slice(at, at + deleteStep), signal);
-        total += count;
-        if (count > 0) onDeleted?.(count);
+      for (let at = 0; at < ids.length; ) {
+        // A turn between transactions: the Writes that came meanwhile are queued before the next (and go first).
+        await nextTurn();
+        const { next, deleted } = await deleteRows(m, ids, at, signal);
+        at = next;
+        total += deleted;
+        if (deleted > 0) onDeleted?.(deleted);
       }
     }
     if (plan.dryRun || total === 0) return total;

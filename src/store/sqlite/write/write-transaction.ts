@@ -7,8 +7,12 @@ import type { ChangeLog } from "./change-log.js";
 import type { Rollups } from "./rollups.js";
 import type { WriteBatcher } from "./write-batcher.js";
 
-/** Runs a write in the group commit (its own savepoint), its rollups and change sequence kept with it. */
-export type RunChange = <T>(work: () => T, signal: AbortSignal) => Promise<T>;
+/**
+ * Runs a write in the group commit (its own savepoint), its rollups and
+ * change sequence kept with it; `alone`: a bulk job (a step of a Delete),
+ * committed on its own after the writes queued with it (write-batcher.ts).
+ */
+export type RunChange = <T>(work: () => T, signal: AbortSignal, alone?: boolean) => Promise<T>;
 
 /** What a write's transaction keeps beside the rows it changes. */
 export interface WriteTransactionParts {
@@ -32,7 +36,7 @@ export interface WriteTransactionParts {
  * batcher's beforeCommit).
  */
 export function createWriteTransaction({ batcher, keys, strings, search, rollups, notes }: WriteTransactionParts): RunChange {
-  return (work, signal) =>
+  return (work, signal, alone) =>
     guarded(signal, () =>
       batcher.run(() => {
         const mark = notes.mark();
@@ -47,7 +51,7 @@ export function createWriteTransaction({ batcher, keys, strings, search, rollups
           search.forget();
           throw err;
         }
-      }, signal),
+      }, signal, alone),
     );
 }
 
