@@ -4,9 +4,12 @@ import { createReqlogClient } from "reqlog/client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LogLineSchema, type RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { startDnsServer } from "../helpers/dns-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { freePort } from "../helpers/local-process.js";
 import { eventually, idOf, readAll } from "../helpers/read-all.js";
 import { type ReqlogServers, startReqlogServers } from "../helpers/reqlog-servers.js";
+import type { ChildServer } from "../../bench/harness/child-server.js";
 import type { TestClient } from "../helpers/test-client.js";
 
 // Starting ClickHouse may first install it (apt-get); a killed server's slot is closed after 10 s.
@@ -33,6 +36,64 @@ function repeats(logs: readonly RequestLog[]): string[] {
   const seen = new Map<string, number>();
   for (const log of logs) seen.set(idOf(log), (seen.get(idOf(log)) ?? 0) + 1);
   return [...seen].filter(([, n]) => n > 1).map(([id, n]) => `${id} ×${n}`);
+}
+
+/** Records a server has stored (its reqlog_records_written_total on /metrics). */
+async function recordsWritten(server: ChildServer): Promise<number> {
+  const text = await (await fetch(`http://${server.httpAddress}/metrics`)).text();
+  const line = text.split("\n").find((l) => l.startsWith("reqlog_records_written_total "));
+  return Number(line?.split(" ")[1]);
+}
+
+/**
+ * An SDK client of `server` (the two servers as a list, or one name of both) sends 3,000 records while
+ * server 0 is killed (SIGKILL) after the first 1,000 are acknowledged: every record is stored once, and
+ * Usage counts each once. Says how many records each server stored (server 0 until it was killed).
+ * Stops the servers.
+ */
+async function sdkKeepsSending(servers: ReqlogServers, server: string | string[]): Promise<{ killed: number; survivor: number }> {
+  const reqlog = createReqlogClient({
+    server,
+    app: "forge",
+    flushIntervalMs: 10,
+    maxBatchRecords: 100,
+    retry: { initialMs: 20, maxMs: 200 },
+  });
+  try {
+    const total = 3000;
+    let sent = 0;
+    const sendSome = (n: number) => {
+      for (const end = Math.min(total, sent + n); sent < end; sent++) {
+        const start = t0 + BigInt(sent) * 1000n;
+        reqlog.send({ requestId: `req-${sent}`, startTime: start, endTime: start + 800n, method: "GET", resource: `/r/${sent}`, status: 200 });
+      }
+    };
+    while (reqlog.stats().acknowledged.records < 1000) {
+      sendSome(30);
+      await sleep(2);
+    }
+    // The first stream went to the first server, and a stream stays on its server while records come: kill it.
+    const killed = await recordsWritten(servers.servers[0]!);
+    await servers.kill(0);
+    while (sent < total) {
+      sendSome(30);
+      await sleep(2);
+    }
+    await reqlog.flush({ timeoutMs: 60_000 });
+    expect(reqlog.stats()).toMatchObject({ dropped: { records: 0 }, refused: { records: 0 }, acknowledged: { records: expect.any(Number) } });
+
+    const survivor = servers.client(1);
+    const logs = await eventually(async () => {
+      const all = await readAll(survivor, "forge");
+      return all.length === total ? all : undefined;
+    }, `${total} records`, 60_000);
+    expect(repeats(logs)).toEqual([]);
+    expect((await survivor.usage({ appId: "forge" })).summary?.count).toBe(BigInt(total));
+    return { killed, survivor: await recordsWritten(servers.servers[1]!) };
+  } finally {
+    await reqlog.close({ timeoutMs: 1000 }).catch(() => undefined);
+    await servers.stop();
+  }
 }
 
 describe("three reqlog servers on one ClickHouse database", () => {
@@ -115,47 +176,25 @@ describe("three reqlog servers on one ClickHouse database", () => {
   });
 
   it("lose nothing when the SDK's server is killed mid-stream: it sends on to the other", async () => {
-    const database = `reqlog_sdk_failover_${process.pid}`;
-    const servers = await startReqlogServers(2, { url: clickhouse.url, database });
-    const reqlog = createReqlogClient({
-      server: servers.servers.map((s) => s.address),
-      app: "forge",
-      flushIntervalMs: 10,
-      maxBatchRecords: 100,
-      retry: { initialMs: 20, maxMs: 200 },
-    });
-    try {
-      const total = 3000;
-      let sent = 0;
-      const sendSome = (n: number) => {
-        for (const end = Math.min(total, sent + n); sent < end; sent++) {
-          const start = t0 + BigInt(sent) * 1000n;
-          reqlog.send({ requestId: `req-${sent}`, startTime: start, endTime: start + 800n, method: "GET", resource: `/r/${sent}`, status: 200 });
-        }
-      };
-      while (reqlog.stats().acknowledged.records < 1000) {
-        sendSome(30);
-        await sleep(2);
-      }
-      // The stream is on one of the two; kill the first (whichever it is, the logger goes on with the other).
-      await servers.kill(0);
-      while (sent < total) {
-        sendSome(30);
-        await sleep(2);
-      }
-      await reqlog.flush({ timeoutMs: 60_000 });
-      expect(reqlog.stats()).toMatchObject({ dropped: { records: 0 }, refused: { records: 0 }, acknowledged: { records: expect.any(Number) } });
+    const servers = await startReqlogServers(2, { url: clickhouse.url, database: `reqlog_sdk_failover_${process.pid}` });
+    const written = await sdkKeepsSending(servers, servers.servers.map((s) => s.address));
+    expect(written.killed).toBeGreaterThan(0);
+    expect(written.survivor).toBeGreaterThan(0);
+  });
 
-      const survivor = servers.client(1);
-      const logs = await eventually(async () => {
-        const all = await readAll(survivor, "forge");
-        return all.length === total ? all : undefined;
-      }, `${total} records`, 60_000);
-      expect(repeats(logs)).toEqual([]);
-      expect((await survivor.usage({ appId: "forge" })).summary?.count).toBe(BigInt(total));
+  it("lose nothing when one of the servers a DNS name resolves to is killed: the SDK sends on to the other address", async () => {
+    // One name, two A records (127.0.0.1, 127.0.0.2), one port: what a DNS name of every server gives a client.
+    const port = await freePort();
+    const dns = await startDnsServer({ "reqlog.test": ["127.0.0.1", "127.0.0.2"] });
+    const servers = await startReqlogServers(2, { url: clickhouse.url, database: `reqlog_sdk_dns_${process.pid}` }, [], (i) => `127.0.0.${i + 1}:${port}`);
+    try {
+      const written = await sdkKeepsSending(servers, `dns://${dns.address}/reqlog.test:${port}`);
+      // The name was asked of the DNS server, and both of its addresses stored records: one name, two servers.
+      expect(dns.queries()).toContain("reqlog.test");
+      expect(written.killed).toBeGreaterThan(0);
+      expect(written.survivor).toBeGreaterThan(0);
     } finally {
-      await reqlog.close({ timeoutMs: 1000 }).catch(() => undefined);
-      await servers.stop();
+      await dns.stop();
     }
   });
 });
