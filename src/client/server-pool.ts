@@ -63,9 +63,10 @@ function dnsLookup(server: string | undefined): (host: string) => Promise<{ addr
  * UNAVAILABLE (refused, reset, shutting down) is skipped for two seconds
  * while others remain. A single name that resolves to several addresses (a
  * DNS name of every server) becomes one member per address, looked up again
- * every 30 s (with a `dns:` target, through its DNS server when it names one,
- * as gRPC's dns resolver does). Calls are not retried here: the batching logger sends a failed
- * batch again, on its next stream, which then goes to another server.
+ * every 30 s (with a `dns:` target, through its DNS server when it names
+ * one, as gRPC's dns resolver does). Calls are not retried here: the
+ * batching logger sends a failed batch again, on its next stream, which then
+ * goes to another server.
  */
 export function createServerPool(urls: readonly string[], member: MemberFactory, options: PoolOptions = {}): ServerPool {
   const members = new Map<string, PoolMember & { downUntil: number; servername: string | undefined }>();
