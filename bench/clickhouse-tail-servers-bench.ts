@@ -6,8 +6,8 @@
  * record: the time from Write's acknowledgement to the Tail receiving it
  * (0 when it came before the ack), p50, p99 and the worst, per side; and
  * records the Tail gave twice or never (the goal: each once, p99 ≤ 1 s
- * across servers). Optionally, background writes through both servers at
- * the same time (--load RECORDS/S, in calls of 100).
+ * across servers). Optionally, other writes through both servers at the
+ * same time (--load RECORDS/S at most, in calls of 100, one at a time).
  *   npm run bench:clickhouse-tail-servers -- [writes] [--pace MS] [--load RECORDS/S]
  *   (default 1,000 writes, one every 20 ms, no background load)
  */
@@ -42,9 +42,12 @@ function record(app: string, id: string, i: number) {
   });
 }
 
-/** Background writes of another app through both servers, `perSecond` records a second in calls of 100, until `stop`. */
-async function background(servers: readonly ReqlogChild[], perSecond: number, stop: AbortSignal): Promise<number> {
-  if (perSecond <= 0) return 0;
+/**
+ * Background writes of another app through both servers, at most `perSecond` records a second in calls of 100,
+ * one call at a time, until `stop`; resolves with the records written and the rate reached.
+ */
+async function background(servers: readonly ReqlogChild[], perSecond: number, stop: AbortSignal): Promise<{ written: number; rate: number }> {
+  if (perSecond <= 0) return { written: 0, rate: 0 };
   const clients = servers.map((s) => createLogServiceClient({ server: s.address }));
   let written = 0;
   const started = performance.now();
@@ -59,7 +62,7 @@ async function background(servers: readonly ReqlogChild[], perSecond: number, st
   } finally {
     for (const c of clients) c.close();
   }
-  return written;
+  return { written, rate: written / ((performance.now() - started) / 1000) };
 }
 
 async function main() {
@@ -69,7 +72,7 @@ async function main() {
   const loadBefore = load();
   console.log(`ClickHouse ${ch.version}; two reqlog servers on one database; ${writes.toLocaleString()} writes of one record, ` +
     `one every ${paceMs} ms, alternately through A and B; a Tail on B` +
-    (loadPerSecond > 0 ? `; ${loadPerSecond.toLocaleString()} records/s of other writes through both` : ""));
+    (loadPerSecond > 0 ? `; other writes through both, up to ${loadPerSecond.toLocaleString()} records/s` : ""));
 
   // The follower on a connection of its own, as another process's would be.
   const follower: LogServiceClient = createLogServiceClient({ server: b!.address });
@@ -136,7 +139,7 @@ async function main() {
   console.log(`  written through B (the Tail's own):  ${line(delivery.B)}   (${delivery.B.length} records)`);
   console.log(`  Write round trip:                    p50 ${percentile(roundTrips, 50).toFixed(1)} ms   p99 ${percentile(roundTrips, 99).toFixed(1)} ms`);
   console.log(`  received twice: ${twice}; never received: ${missing}; received before the ack (counted as 0): ${beforeAck}` +
-    (loadPerSecond > 0 ? `; background records written: ${loaded.toLocaleString()}` : ""));
+    (loadPerSecond > 0 ? `; other writes: ${loaded.written.toLocaleString()} records, ${Math.round(loaded.rate).toLocaleString()}/s` : ""));
 
   await Promise.all([stopReqlog(a!), stopReqlog(b!)]);
   await ch.stop();
