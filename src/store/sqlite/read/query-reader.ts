@@ -12,6 +12,7 @@ import type { ScanBudget } from "./scan-budget.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
 import { unindexedRowsSql } from "../rows/sql.js";
 import { stringKind } from "../rows/strings.js";
+import { errorStatusesSql } from "../migrations/009-status-index.js";
 
 /** Columns that hold a key of `strings`, by query field. */
 const dictionaryFields: Record<string, number> = {
@@ -179,14 +180,17 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
       // the budget's rows the scan is whole whatever it finds, and SQLite tests each row without a call into JS.
       const [minHour, maxHour] = [Math.floor(min / hourUs), Math.floor(max / hourUs)];
       const hoursHold = found ? 0 : (stmt.inHours.get(app, minHour, maxHour) as number);
-      // A status filter that keeps few of the range's rows: the status index gives just the rows of its statuses
+      // A filter on error statuses that keeps few of the range's rows: the status index gives just the rows of its statuses
       // (how many, from the Stats rollups' classes of the range's hours), all of them when they are within the
       // budget's rows, in whatever order (SQLite sorts them newest first).
       const statuses = found ? undefined : statusSet(terms);
       const classes = statuses && classRanges.flatMap((range, c) => (intersect(range, statuses).length > 0 ? [c] : []));
       const statusRows = classes ? (stmt.inClasses.get(app, minHour, maxHour, JSON.stringify(classes)) as number) : 0;
       const byStatus =
-        statuses !== undefined && statusSql(statuses) !== "1" && statusRows <= plan.budget.rows && statusRows <= hoursHold * statusIndexShare;
+        statuses !== undefined &&
+        statuses.every(([a, b]) => a >= 400 || b < 0) &&
+        statusRows <= plan.budget.rows &&
+        statusRows <= hoursHold * statusIndexShare;
       const whole = byStatus || (!found && hoursHold <= plan.budget.rows);
       if (!found) {
         for (const pattern of plan.searchPatterns) {
@@ -196,6 +200,8 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
         if (statuses && whole) {
           // (Not in a budgeted scan: its budget counts every row of the range, whatever its status.)
           where.push(statusSql(statuses));
+          // The status index holds the error statuses only: its own condition, as it is, tells SQLite these are all.
+          if (byStatus) where.push(errorStatusesSql.replace(/status/g, "r.status"));
         }
         // Otherwise reqlog_spent() counts every row the time index yields, before the other tests (as a Read's scan does).
         where.push(whole ? narrow.join(" AND ") : `(reqlog_spent() OR (${narrow.join(" AND ")}))`);
