@@ -29,6 +29,7 @@ export const benches: ListedBench[] = [
   { script: "stats-bench", full: ["200000", "10000", "1000000", "10000000"], quick: ["20000", "10000", "100000"] },
   { script: "http-bench", full: ["100000", "300"], quick: ["10000", "50"] },
   { script: "clickhouse-servers-bench", full: ["200000"], quick: ["20000"] },
+  { script: "clickhouse-tail-servers-bench", full: ["1000"], quick: ["100"] },
   { script: "alerting-bench", full: ["--records", "400000", "--bursts", "5"], quick: ["--records", "20000", "--series", "500", "--bursts", "2"] },
   { script: "dashboard-screenshot", full: ["--requests", "1000000", "--hours", "720", "--loads", "5"], quick: ["--requests", "20000", "--loads", "2"] },
 ];

@@ -10,7 +10,8 @@ export interface ClientOptions {
   /**
    * HOST:PORT, or a URL (http://… or https://…); several servers as a list,
    * or one name that resolves to several addresses: calls go to them in turn
-   * (server-pool.ts).
+   * (server-pool.ts); gRPC's `dns:///name:port`, or `dns://DNS-SERVER/name:port`
+   * to ask that DNS server rather than the system's resolver.
    */
   server: string | readonly string[];
   /** Bearer token sent with every call (REQLOG_TOKEN for the CLI). */
@@ -37,7 +38,14 @@ export type LogServiceClient = Client<typeof LogService> & {
 
 function baseUrl(server: string, tls: boolean): string {
   if (/^https?:\/\//.test(server)) return server;
-  return `${tls ? "https" : "http"}://${server}`;
+  return `${tls ? "https" : "http"}://${dnsTarget(server)?.name ?? server}`;
+}
+
+/** gRPC's `dns:[//DNS-SERVER/]HOST:PORT` target: the name, and the DNS server when it names one. */
+function dnsTarget(server: string): { name: string; dnsServer?: string } | undefined {
+  const target = /^dns:(?:\/\/([^/]*)\/)?(.+)$/.exec(server);
+  if (!target) return undefined;
+  return target[1] ? { name: target[2]!, dnsServer: target[1] } : { name: target[2]! };
 }
 
 function tlsOptions(tls: ClientOptions["tls"]): SecureClientSessionOptions | undefined {
@@ -85,12 +93,14 @@ export function createLogServiceClient(options: ClientOptions): LogServiceClient
   if (Object.keys(headers).length > 0) interceptors.unshift(defaultHeaders(headers));
   const keepalive = options.keepaliveMs === undefined ? {} : { pingIntervalMs: options.keepaliveMs, pingTimeoutMs: options.keepaliveMs };
   const tls = tlsOptions(options.tls);
+  const dns = servers.length === 1 ? dnsTarget(servers[0]!) : undefined;
   const pool = createServerPool(
     servers.map((server) => baseUrl(server, Boolean(options.tls))),
     (url, servername) => {
       const sessions = new Http2SessionManager(url, keepalive, tls && servername !== undefined ? { servername, ...tls } : tls);
       return { transport: createGrpcTransport({ baseUrl: url, sessionManager: sessions, interceptors }), close: () => sessions.abort() };
     },
+    dns ? { dns: dns.dnsServer === undefined ? {} : { server: dns.dnsServer } } : {},
   );
   const service = options.service ?? LogService;
   const client = createClient(service, pool.transport);

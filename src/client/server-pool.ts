@@ -1,4 +1,4 @@
-import { lookup } from "node:dns/promises";
+import { lookup, Resolver } from "node:dns/promises";
 import { isIP } from "node:net";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 
@@ -10,6 +10,16 @@ export interface PoolMember {
 
 /** Makes a member for a base URL (`servername`: the name its TLS certificate carries, when the URL holds an address). */
 export type MemberFactory = (url: string, servername: string | undefined) => PoolMember;
+
+/** How a name of several servers is looked up. */
+export interface PoolOptions {
+  /**
+   * Resolve the lone name even when it is "localhost" (a `dns:` target asks
+   * for it), and with this DNS server (HOST or HOST:PORT, the authority of
+   * `dns://HOST:PORT/name:port`) instead of the system's resolver.
+   */
+  dns?: { server?: string };
+}
 
 export interface ServerPool {
   /** Calls go to the servers in turn, skipping one that failed a moment ago. */
@@ -29,15 +39,36 @@ function hostOf(url: string): { host: string; port: string; protocol: string } {
 }
 
 /**
+ * The addresses of a name: the system's resolver (getaddrinfo, /etc/hosts
+ * first), or a DNS server's A and AAAA records.
+ */
+function dnsLookup(server: string | undefined): (host: string) => Promise<{ address: string; family: number }[]> {
+  if (server === undefined) return (host) => lookup(host, { all: true });
+  const resolver = new Resolver({ timeout: 2_000, tries: 2 });
+  resolver.setServers([server]);
+  return async (host) => {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    const addresses = [
+      ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (addresses.length === 0) throw v4.status === "rejected" ? v4.reason : new Error(`${host}: no address`);
+    return addresses;
+  };
+}
+
+/**
  * Several reqlog servers as one transport, gRPC's round_robin done on the
  * client: each call goes to the next server; one whose call failed
  * UNAVAILABLE (refused, reset, shutting down) is skipped for two seconds
  * while others remain. A single name that resolves to several addresses (a
  * DNS name of every server) becomes one member per address, looked up again
- * every 30 s. Calls are not retried here: the batching logger sends a failed
- * batch again, on its next stream, which then goes to another server.
+ * every 30 s (with a `dns:` target, through its DNS server when it names
+ * one, as gRPC's dns resolver does). Calls are not retried here: the
+ * batching logger sends a failed batch again, on its next stream, which then
+ * goes to another server.
  */
-export function createServerPool(urls: readonly string[], member: MemberFactory): ServerPool {
+export function createServerPool(urls: readonly string[], member: MemberFactory, options: PoolOptions = {}): ServerPool {
   const members = new Map<string, PoolMember & { downUntil: number; servername: string | undefined }>();
   let order: string[] = [];
   let next = 0;
@@ -60,16 +91,19 @@ export function createServerPool(urls: readonly string[], member: MemberFactory)
 
   // A single name (not an address) may stand for several servers: look it up.
   const lone = urls.length === 1 ? hostOf(urls[0]!) : undefined;
-  const byName = lone !== undefined && isIP(lone.host) === 0 && lone.host !== "localhost";
+  const byName = lone !== undefined && isIP(lone.host) === 0 && (lone.host !== "localhost" || options.dns !== undefined);
+  const addressesOf = dnsLookup(options.dns?.server);
   place(urls.map((url) => ({ url, servername: undefined })));
 
   async function resolve(): Promise<void> {
     if (!byName || Date.now() - resolvedAt < resolveEveryMs) return;
     resolving ??= (async () => {
       try {
-        const addresses = await lookup(lone!.host, { all: true });
+        const addresses = await addressesOf(lone!.host);
         resolvedAt = Date.now();
-        if (addresses.length > 1) {
+        // One address of the system's resolver: the URL as given. A DNS server's answer is used even when
+        // it is one address, as the system may not know the name.
+        if (addresses.length > 1 || options.dns?.server !== undefined) {
           place(
             addresses.map((a) => ({
               url: `${lone!.protocol}//${a.family === 6 ? `[${a.address}]` : a.address}:${lone!.port}`,

@@ -1,6 +1,8 @@
 import { Code } from "@connectrpc/connect";
 import { afterEach, describe, expect, it } from "vitest";
 import { minimalLog, rid } from "../helpers/fixtures.js";
+import { startDnsServer } from "../helpers/dns-server.js";
+import { freePort } from "../helpers/local-process.js";
 import { createTestClient, failureOf } from "../helpers/test-client.js";
 import { startTestServer, type TestServer } from "../helpers/test-server.js";
 
@@ -41,6 +43,22 @@ describe("a client of several servers", () => {
       expect((await servers[1]!.stored(...Array.from({ length: 6 }, (_, i) => rid(`r${i}`)))).length).toBe(6 - failures.length);
     } finally {
       client.close();
+    }
+  });
+
+  it("sends its calls to each address of one name in turn, asking the DNS server of a dns:// target", async () => {
+    const port = await freePort();
+    servers = [await startTestServer({ listen: `127.0.0.1:${port}` }), await startTestServer({ listen: `127.0.0.2:${port}` })];
+    const dns = await startDnsServer({ "reqlog.test": ["127.0.0.1", "127.0.0.2"] });
+    const client = createTestClient({ server: `dns://${dns.address}/reqlog.test:${port}` });
+    try {
+      for (const id of ["a", "b", "c", "d"]) await client.write({ log: [minimalLog({ requestId: rid(id) })] });
+      const held = await Promise.all(servers.map(async (s) => (await s.stored(rid("a"), rid("b"), rid("c"), rid("d"))).length));
+      expect(held).toEqual([2, 2]);
+      expect(dns.queries()).toContain("reqlog.test");
+    } finally {
+      client.close();
+      await dns.stop();
     }
   });
 

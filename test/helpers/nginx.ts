@@ -2,7 +2,8 @@
  * An nginx of a test's own: Debian's nginx, installed with apt-get when it
  * is missing (saying so), run as a plain process (no daemon, no service) on
  * loopback with a prefix folder, a config, log formats and access logs of
- * the test's choosing, proxying to an app the test runs. Never skipped: it
+ * the test's choosing, proxying to an app the test runs (or with a site
+ * config of the test's, such as the one the docs show). Never skipped: it
  * is installed, or the start fails with the reason.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -38,16 +39,41 @@ const binary = "/usr/sbin/nginx";
 
 /** Starts nginx in the foreground (master and one worker) and resolves once it answers. */
 export async function startNginx(options: NginxOptions): Promise<NginxServer> {
+  const port = await freePort();
+  return runNginx(port, (prefix) => {
+    const formats = Object.entries(options.logFormats ?? {})
+      .map(([name, format]) => `  log_format ${name} '${format.replace(/'/g, "\\'")}';`)
+      .join("\n");
+    const logs = Object.entries(options.accessLogs)
+      .map(([file, format]) => `    access_log ${join(prefix, "logs", file)} ${format};`)
+      .join("\n");
+    return `${formats}
+  server {
+    listen 127.0.0.1:${port};
+    server_name forge.test;
+${logs}
+    location / {
+      proxy_pass ${options.upstream};
+      proxy_set_header Host $host;
+    }
+  }`;
+  });
+}
+
+/**
+ * Starts nginx with `site` as its http block's content (upstreams and
+ * servers, e.g. a config the docs show, its addresses put on loopback), and
+ * resolves once it answers on `port`, one of the ports the site listens on.
+ */
+export function startNginxSite(site: string, port: number): Promise<NginxServer> {
+  return runNginx(port, () => site);
+}
+
+/** Runs nginx with `http(prefix)` in its http block, waiting for `port` to answer. */
+async function runNginx(port: number, http: (prefix: string) => string): Promise<NginxServer> {
   const nginx = withDebianPackage("nginx", () => (existsSync(binary) ? binary : undefined));
   const prefix = mkdtempSync(join(tmpdir(), "reqlog-nginx-"));
   for (const dir of ["logs", "tmp"]) mkdirSync(join(prefix, dir));
-  const port = await freePort();
-  const formats = Object.entries(options.logFormats ?? {})
-    .map(([name, format]) => `  log_format ${name} '${format.replace(/'/g, "\\'")}';`)
-    .join("\n");
-  const logs = Object.entries(options.accessLogs)
-    .map(([file, format]) => `    access_log ${join(prefix, "logs", file)} ${format};`)
-    .join("\n");
   // As root, workers would run as nobody; they only proxy here, but keep them as the caller for temp files.
   const user = process.getuid?.() === 0 ? "user root root;" : "";
   writeFileSync(
@@ -64,16 +90,7 @@ http {
   fastcgi_temp_path ${join(prefix, "tmp")} 1;
   uwsgi_temp_path ${join(prefix, "tmp")} 1;
   scgi_temp_path ${join(prefix, "tmp")} 1;
-${formats}
-  server {
-    listen 127.0.0.1:${port};
-    server_name forge.test;
-${logs}
-    location / {
-      proxy_pass ${options.upstream};
-      proxy_set_header Host $host;
-    }
-  }
+${http(prefix)}
 }
 `,
   );

@@ -24,15 +24,21 @@ export interface ReqlogServers {
 
 /**
  * Several real `reqlog serve --store clickhouse` processes (the built CLI,
- * as a user runs it) on one database, each on a free port: the servers of a
- * scale-out set-up. They are started at once, so the first start of the
- * database is raced as it would be in production.
+ * as a user runs it) on one database: the servers of a scale-out set-up,
+ * server i listening on `listen(i)` (default 127.0.0.1:0, a free port),
+ * again after a restart. They are started at once, so the first start of
+ * the database is raced as it would be in production.
  */
-export async function startReqlogServers(count: number, target: SharedClickHouse, extraArgs: string[] = []): Promise<ReqlogServers> {
-  const args = ["--listen", "127.0.0.1:0", "--store", "clickhouse", "--clickhouse-database", target.database, ...(target.clusterFlags ?? []), ...extraArgs];
+export async function startReqlogServers(
+  count: number,
+  target: SharedClickHouse,
+  extraArgs: string[] = [],
+  listen: (i: number) => string = () => "127.0.0.1:0",
+): Promise<ReqlogServers> {
+  const args = ["--store", "clickhouse", "--clickhouse-database", target.database, ...(target.clusterFlags ?? []), ...extraArgs];
   const env = { REQLOG_CLICKHOUSE_URL: target.url };
-  const start = () => startChildServer(args, env);
-  const servers = await Promise.all(Array.from({ length: count }, start));
+  const start = (i: number) => startChildServer(["--listen", listen(i), ...args], env);
+  const servers = await Promise.all(Array.from({ length: count }, (_, i) => start(i)));
   const clients: (TestClient | undefined)[] = [];
   return {
     servers,
@@ -46,7 +52,7 @@ export async function startReqlogServers(count: number, target: SharedClickHouse
       await servers[i]!.exited;
     },
     async restart(i) {
-      servers[i] = await start();
+      servers[i] = await start(i);
       clients[i]?.close();
       clients[i] = undefined; // (one made while it was down has its old port)
     },

@@ -7,7 +7,7 @@ import { defaultLimits } from "../../src/limits.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseCluster, startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
 import { openAlternating } from "./alternating-backend.js";
-import { clickhouseQueryRuns, describeStoreContract, reopenable } from "./contract.js";
+import { clickhouseRuns, describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse and ZooKeeper may first install them (apt-get): minutes on a fresh machine.
 // The paging property (100 runs of distributed inserts and reads) takes about a minute alone and
@@ -100,11 +100,11 @@ describe("a ClickHouse cluster of two shards", () => {
 describeStoreContract("ClickHouse (two shards)", async (now, requestLines) => {
   await emptyShards();
   return reopenable(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now, requestLines }));
-}, clickhouseQueryRuns);
+}, clickhouseRuns);
 
 describeStoreContract("ClickHouse (two shards, two servers)", async (now, requestLines) => {
   await emptyShards();
   return reopenable(() =>
     openAlternating(() => openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, now, requestLines })),
   );
-}, clickhouseQueryRuns);
+}, clickhouseRuns);

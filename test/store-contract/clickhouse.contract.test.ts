@@ -22,7 +22,7 @@ import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
 import { isScan, queryCounter } from "../helpers/query-counter.js";
 import { openAlternating } from "./alternating-backend.js";
-import { clickhouseQueryRuns, describeStoreContract, reopenable } from "./contract.js";
+import { clickhouseRuns, describeStoreContract, reopenable } from "./contract.js";
 import { planQuery } from "../../src/query/logsql/plan-query.js";
 import { referenceQuery } from "../helpers/query-reference.js";
 
@@ -53,7 +53,7 @@ describeStoreContract("ClickHouse (one node)", async (now, requestLines) => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
   );
-}, clickhouseQueryRuns);
+}, clickhouseRuns);
 
 // Two servers on one database (two backends, as two `reqlog serve` would be), every call alternating.
 describeStoreContract("ClickHouse (one node, two servers)", async (now, requestLines) => {
@@ -64,7 +64,7 @@ describeStoreContract("ClickHouse (one node, two servers)", async (now, requestL
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     },
   );
-}, clickhouseQueryRuns);
+}, clickhouseRuns);
 
 describe("ClickHouse's match() with the patterns the store gives it", () => {
   /** Patterns users write in Reads (and those that once differed), and lines to try them on. */

@@ -36,6 +36,8 @@ export interface TableLayout {
   dropTable(name: string): string[];
   /** The statement dropping materialized view `name` if it exists (on every shard, on a cluster). */
   dropView(name: string): string;
+  /** The query (a row with `n`, a string) counting the database's mutations not done yet (on every shard, on a cluster). */
+  pendingMutations(): string;
 }
 
 const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -45,6 +47,8 @@ export function createTableLayout(database: string, cluster?: string): TableLayo
   if (!identifier.test(database)) {
     throw ReqlogError.invalid(`ClickHouse database name ${JSON.stringify(database)}: letters, digits and _ only`);
   }
+  const pending = (mutations: string) =>
+    `SELECT toString(count()) AS n FROM ${mutations} WHERE database = '${database}' AND is_done = 0`;
   if (cluster === undefined) {
     return {
       createDatabase: () => `CREATE DATABASE IF NOT EXISTS ${database}`,
@@ -55,6 +59,7 @@ export function createTableLayout(database: string, cluster?: string): TableLayo
       alter: (name, action) => `ALTER TABLE ${name} ${action}`,
       dropTable: (name) => [`DROP TABLE IF EXISTS ${name}`],
       dropView: (name) => `DROP TABLE IF EXISTS ${name}`,
+      pendingMutations: () => pending("system.mutations"),
     };
   }
   if (!identifier.test(cluster)) {
@@ -78,5 +83,7 @@ export function createTableLayout(database: string, cluster?: string): TableLayo
     alter: (name, action) => `ALTER TABLE ${local(name)} ${on} ${action}`,
     dropTable: (name) => [`DROP TABLE IF EXISTS ${database}.${name} ${on}`, `DROP TABLE IF EXISTS ${local(name)} ${on}`],
     dropView: (name) => `DROP TABLE IF EXISTS ${database}.${name} ${on}`,
+    // cluster(): one replica of each shard, as the ALTER's shards.
+    pendingMutations: () => pending(`cluster('${cluster}', system, mutations)`),
   };
 }

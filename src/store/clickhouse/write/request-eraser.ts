@@ -152,9 +152,9 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
         await mutate(table, (l) => `app = ${app} AND rkey IN ${l}`, rkeys, signal);
       }
       await dropUncounted(plan.appId, ips, agents, signal);
-      // ALTER … DELETE only queues a mutation: wait until this server has
+      // ALTER … DELETE only queues a mutation: wait until every shard has
       // applied them, so the erased requests are gone when Delete returns.
-      while ((await sql.rows<{ n: string }>("SELECT toString(count()) AS n FROM system.mutations WHERE database = currentDatabase() AND is_done = 0", signal))[0]?.n !== "0") {
+      while ((await sql.rows<{ n: string }>(layout.pendingMutations(), signal))[0]?.n !== "0") {
         await delay(20, undefined, { signal });
       }
       return total;
