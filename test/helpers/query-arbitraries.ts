@@ -82,6 +82,8 @@ const atom: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom("zip", "raw", "curl", "hooks", '"zip/raw"', '"GET /api/v1/admin"', "500", "Firefox", "alice", "api*", "i(GET)"),
   // Words that occur only inside longer words: only the word boundaries tell them apart.
   fc.constantFrom("art", '"admin/hook"', "resource:commit", "user_agent:Fire", "line:time", "art*", "resource:hook*", "i(fire*)"),
+  // Text in one piece of the line (the HTTP version, an ip), and text that may be in its time or fixed parts.
+  fc.constantFrom('"HTTP/1.1"', '"1.1"', '"0.3"', '"+0000"', '"Nov/20"', '"-"'),
   fc.constantFrom("GET", "POST", "HEAD").map((m) => `method:${m}`),
   fc.constantFrom("artifacts", "/api/v1/admin", "17", "commits").map((w) => `resource:${q(w)}`),
   fc.constantFrom("/api/v1/admin/hooks/{id}", "/api/v1/special/{x}", "/healthz").map((r) => `route:=${q(r)}`),

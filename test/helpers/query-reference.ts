@@ -95,7 +95,8 @@ function cmp(a: RefValue, b: RefValue): number {
   return cmpText(String(a), String(b));
 }
 
-const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+// ("-" needs no escape outside a class, and a "u" pattern refuses one.)
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 const wordRe = /[\p{L}\p{Nd}_]/u;
 
 function phraseMatches(value: string, phrase: string, prefix: boolean): boolean {

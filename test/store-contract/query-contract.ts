@@ -144,6 +144,19 @@ export function describeQueries(h: QueryHarness, runs: number): void {
       expect(result.source).not.toBe("scan");
     });
 
+    it("finds the few requests a status filter keeps among many whole, however small the budget", async () => {
+      const logs = Array.from({ length: 3000 }, (_, i) =>
+        minimalLog({ requestId: rid(`e${i}`), endTime: t0 + BigInt(i), status: i % 1000 === 7 ? 503 : i % 1000 === 8 ? 502 : 200 }),
+      );
+      for (let i = 0; i < logs.length; i += 1000) await h.write(...logs.slice(i, i + 1000));
+      const ids = await h.store.query(plan("forge", "status:>=500 | fields request_id", { readScanRows: 100 }), signal);
+      expect(ids.total).toBeUndefined();
+      expect(ids.rows).toEqual([["e2008"], ["e2007"], ["e1008"], ["e1007"], ["e8"], ["e7"]]);
+      const counted = await h.store.query(plan("forge", "status:503 | stats by (status) count() n", { readScanRows: 100 }), signal);
+      expect(counted.total).toBeUndefined();
+      expect(counted.rows).toEqual([[503, 3]]);
+    });
+
     it("reads only finished requests, each once at its latest version, of the plan's app only", async () => {
       await h.write(
         minimalLog({ requestId: rid("a"), endTime: t0 + 1n, status: 500 }),

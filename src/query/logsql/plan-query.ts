@@ -104,9 +104,9 @@ export function conjuncts(filter: Filter): Filter[] {
 }
 
 /** Inclusive integer intervals. */
-type Intervals = [number, number][];
+export type Intervals = [number, number][];
 
-function intersect(a: Intervals, b: Intervals): Intervals {
+export function intersect(a: Intervals, b: Intervals): Intervals {
   const out: Intervals = [];
   for (const [lo1, hi1] of a) for (const [lo2, hi2] of b) if (Math.max(lo1, lo2) <= Math.min(hi1, hi2)) out.push([Math.max(lo1, lo2), Math.min(hi1, hi2)]);
   return out;
@@ -115,7 +115,7 @@ function intersect(a: Intervals, b: Intervals): Intervals {
 const integerText = /^-?\d{1,9}$/;
 
 /** The statuses a status term keeps, as intervals; undefined when the term is not a plain set of statuses. */
-function statusIntervals(term: Filter): Intervals | undefined {
+export function statusIntervals(term: Filter): Intervals | undefined {
   switch (term.kind) {
     case "range": {
       const lo = term.min === -Infinity ? -Infinity : term.minInclusive ? Math.ceil(term.min) : Math.floor(term.min) + 1;
@@ -132,7 +132,7 @@ function statusIntervals(term: Filter): Intervals | undefined {
 }
 
 /** The statuses of each class: 0 is everything outside 100..599. */
-const classRanges: Intervals[] = [
+export const classRanges: Intervals[] = [
   [[-Infinity, 99], [600, Infinity]],
   ...[1, 2, 3, 4, 5].map((c): Intervals => [[c * 100, c * 100 + 99]]),
 ];

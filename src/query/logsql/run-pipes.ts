@@ -312,12 +312,20 @@ function statsStage(by: ByField[], funcs: StatsFunc[], next: Stage, _typeOf: Typ
   const groups = new Map<string, { key: Value[]; aggregates: Aggregate[] }>();
   return {
     push(row) {
-      const key = by.map((b) => groupValue(row, b));
-      const id = by.length === 0 ? "" : JSON.stringify(key);
+      let key: Value[] | undefined;
+      let id: string;
+      if (by.length === 1) {
+        // One field (the usual `stats by (ip)`): its value tagged by type is the group's id, no array made.
+        const v = groupValue(row, by[0]!);
+        id = typeof v === "number" ? `n${v}` : v === null ? "z" : `s${v}`;
+      } else {
+        key = by.map((b) => groupValue(row, b));
+        id = by.length === 0 ? "" : JSON.stringify(key);
+      }
       let group = groups.get(id);
       if (!group) {
         if (groups.size >= limits.maxQueryGroups) throw tooManyGroups(limits);
-        groups.set(id, (group = { key, aggregates: funcs.map(aggregateOf) }));
+        groups.set(id, (group = { key: key ?? by.map((b) => groupValue(row, b)), aggregates: funcs.map(aggregateOf) }));
       }
       for (const a of group.aggregates) a.add(row);
       return true;

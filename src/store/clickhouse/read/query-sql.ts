@@ -73,6 +73,33 @@ function phraseRegex(phrase: string, prefix: boolean): string {
   return `(?-s:${start}${re2Literal(phrase)}${end})`;
 }
 
+/** What only the fixed parts of a derived combined line hold between its pieces (combinedSql): a space, a quote, a bracket. */
+const lineSeparators = /[ "[\]]/;
+const monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+/** Whether text may lie in a line's time (`27/Nov/2026:21:00:00`) or its other fixed text (`-`, `+0000`): a superset. */
+function mayBeFixedText(text: string): boolean {
+  if (text === "-" || "+0000".includes(text)) return true;
+  if (!/^[0-9/:A-Za-z]+$/.test(text)) return false;
+  const letters = text.match(/[A-Za-z]+/g) ?? [];
+  return letters.length === 0 || (letters.length === 1 && monthNames.some((m) => m.includes(letters[0]!)));
+}
+/** A derived line's pieces that are fields, space-separated (`-` for an empty one is fixed text). */
+const linePiecesSql = `concat(${["ip", "method", "resource", "http_version", "toString(status)", "toString(response_size)", "referrer", "user_agent"].join(", ' ', ")})`;
+
+/**
+ * A test of the combined line without building the lines ClickHouse derives
+ * (a date format and a concat of every field a row, most of a phrase
+ * filter's time): text with no separator in it lies within one piece of a
+ * line, so unless it may be fixed text, a derived line holds it where its
+ * fields, space-separated, do; and what is around it there (a space, or the
+ * text's start or end) is no word character, as the line's separators are
+ * not. Undefined when the text may be elsewhere.
+ */
+function onLinePieces(text: string, test: (expression: string) => string): string | undefined {
+  if (lineSeparators.test(text) || mayBeFixedText(text)) return undefined;
+  return `if(combined != '', ${test("combined")}, ${test(linePiecesSql)})`;
+}
+
 /** A filter compiled to SQL over `requests` (see FilterSql). */
 export function filterSql(f: Filter): FilterSql {
   switch (f.kind) {
@@ -131,10 +158,13 @@ export function filterSql(f: Filter): FilterSql {
       if (t === undefined) return yes;
       if (f.phrase === "") return { sql: f.prefix ? `${t} != ''` : `${t} = ''`, exact: true };
       if (f.anyCase) return { sql: `positionCaseInsensitiveUTF8(${t}, ${sqlString(f.phrase)}) > 0`, exact: false };
-      const position = `position(${t}, ${sqlString(f.phrase)}) > 0`;
       const chars = Array.from(f.phrase);
       const bounded = isWord(chars[0]) || (!f.prefix && isWord(chars.at(-1)));
-      return { sql: bounded ? `${position} AND match(${t}, ${sqlString(phraseRegex(f.phrase, f.prefix))})` : position, exact: true };
+      // match() alone when bounded: it looks for the pattern's literal first itself, and 18.16 evaluates both
+      // sides of an AND on every row (position() beside it doubled the search).
+      const test = (e: string) => (bounded ? `match(${e}, ${sqlString(phraseRegex(f.phrase, f.prefix))})` : `position(${e}, ${sqlString(f.phrase)}) > 0`);
+      const pieces = t === combinedSql ? onLinePieces(f.phrase, test) : undefined;
+      return { sql: pieces ?? test(t), exact: true };
     }
     case "regex": {
       const t = textSql(f.field);

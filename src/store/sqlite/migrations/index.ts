@@ -7,6 +7,7 @@ import m005 from "./005-stats-levels.js";
 import { migrate006 } from "./006-search-and-diet.js";
 import m007 from "./007-secure-delete.js";
 import m008 from "./008-search-fast-delete.js";
+import m009 from "./009-status-index.js";
 
 /**
  * The ordered migrations: applied by version, each once, in its own
@@ -22,4 +23,5 @@ export const migrations: readonly { version: number; name: string; sql?: string;
   { version: 6, name: "006-search-and-diet", run: migrate006 },
   { version: 7, name: "007-secure-delete", sql: m007 },
   { version: 8, name: "008-search-fast-delete", sql: m008 },
+  { version: 9, name: "009-status-index", sql: m009 },
 ];

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import { compileFilter, filterFields } from "../../../query/logsql/match-filter.js";
-import { conjuncts, type QueryPlan } from "../../../query/logsql/plan-query.js";
+import { classRanges, conjuncts, intersect, type Intervals, type QueryPlan, statusIntervals } from "../../../query/logsql/plan-query.js";
 import type { Filter } from "../../../query/logsql/query-ast.js";
 import { queryField } from "../../../query/logsql/query-fields.js";
 import { createPipeline, requestFieldsRead } from "../../../query/logsql/run-pipes.js";
@@ -12,6 +12,7 @@ import type { ScanBudget } from "./scan-budget.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
 import { unindexedRowsSql } from "../rows/sql.js";
 import { stringKind } from "../rows/strings.js";
+import { errorStatusesSql } from "../migrations/009-status-index.js";
 
 /** Columns that hold a key of `strings`, by query field. */
 const dictionaryFields: Record<string, number> = {
@@ -29,6 +30,35 @@ const numberColumns = new Set(["status", "latency", "response_size", "mcycles"])
 
 const typeOf = (field: string) => queryField(field)!.type;
 const hourUs = 3_600_000_000;
+/** The status index is read instead of the time index when a status filter keeps at most this share of the range's rows. */
+const statusIndexShare = 1 / 4;
+
+/**
+ * The statuses every match has (the intersection of the filter's top-level
+ * status terms), or undefined without a term that bounds them. `status:503`
+ * is a phrase: the status whose text holds the word 503 (503 and -503).
+ */
+function statusSet(terms: readonly Filter[]): Intervals | undefined {
+  let set: Intervals | undefined;
+  for (const t of terms) {
+    const fields = filterFields(t);
+    if (fields.size !== 1 || !fields.has("status")) continue;
+    const word = t.kind === "phrase" && !t.prefix && !t.anyCase && /^\d{1,9}$/.test(t.phrase) ? Number(t.phrase) : undefined;
+    const these: Intervals | undefined =
+      word === undefined ? statusIntervals(t) : String(word) === (t as { phrase: string }).phrase ? [[-word, -word], [word, word]] : [];
+    if (these) set = set ? intersect(set, these) : these;
+  }
+  return set && (set.length !== 1 || set[0]![0] !== -Infinity || set[0]![1] !== Infinity) ? set : undefined;
+}
+
+/** SQL every status of the set passes: the statuses themselves when they are a few, else their hull as a range. */
+function statusSql(set: Intervals): string {
+  if (set.length === 0) return "0";
+  if (set.length <= 64 && set.every(([a, b]) => a === b)) return `r.status IN (${set.map(([a]) => a).join(", ")})`;
+  const lo = Math.min(...set.map(([a]) => a));
+  const hi = Math.max(...set.map(([, b]) => b));
+  return [...(lo === -Infinity ? [] : [`r.status >= ${lo}`]), ...(hi === Infinity ? [] : [`r.status <= ${hi}`])].join(" AND ") || "1";
+}
 
 export type QueryOutcome = QueryResult & { cancelled?: boolean };
 
@@ -54,6 +84,9 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
       .prepare("SELECT count(*) FROM requests INDEXED BY requests_by_time WHERE app_key = ? AND sort_time >= ? AND sort_time <= ?")
       .pluck(),
     inHours: db.prepare("SELECT coalesce(sum(requests), 0) FROM usage_hourly WHERE app_key = ? AND hour >= ? AND hour <= ?").pluck(),
+    inClasses: db
+      .prepare("SELECT coalesce(sum(requests), 0) FROM stats_class_hours WHERE app_key = ? AND hour >= ? AND hour <= ? AND status_class IN (SELECT value FROM json_each(?))")
+      .pluck(),
   };
   const statements = new Map<string, Database.Statement>();
   const statement = (text: string) => {
@@ -145,16 +178,39 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
       const max = Number.isFinite(plan.time.max) ? plan.time.max : Number.MAX_SAFE_INTEGER;
       // The requests of the range's hours (the Usage rollups, a few hundred rows a month): when they are within
       // the budget's rows the scan is whole whatever it finds, and SQLite tests each row without a call into JS.
-      const hoursHold = found ? 0 : (stmt.inHours.get(app, Math.floor(min / hourUs), Math.floor(max / hourUs)) as number);
-      const whole = !found && hoursHold <= plan.budget.rows;
+      const [minHour, maxHour] = [Math.floor(min / hourUs), Math.floor(max / hourUs)];
+      const hoursHold = found ? 0 : (stmt.inHours.get(app, minHour, maxHour) as number);
+      // A filter on error statuses that keeps few of the range's rows: the status index gives just the rows of its statuses
+      // (how many, from the Stats rollups' classes of the range's hours), all of them when they are within the
+      // budget's rows, in whatever order (SQLite sorts them newest first).
+      const statuses = found ? undefined : statusSet(terms);
+      const classes = statuses && classRanges.flatMap((range, c) => (intersect(range, statuses).length > 0 ? [c] : []));
+      const statusRows = classes ? (stmt.inClasses.get(app, minHour, maxHour, JSON.stringify(classes)) as number) : 0;
+      const byStatus =
+        statuses !== undefined &&
+        statuses.every(([a, b]) => a >= 400 || b < 0) &&
+        statusRows <= plan.budget.rows &&
+        statusRows <= hoursHold * statusIndexShare;
+      const whole = byStatus || (!found && hoursHold <= plan.budget.rows);
       if (!found) {
         for (const pattern of plan.searchPatterns) {
           const test = sql.search(pattern).prefilter();
           if (test) narrow.push(test);
         }
+        if (statuses && whole) {
+          // (Not in a budgeted scan: its budget counts every row of the range, whatever its status.)
+          where.push(statusSql(statuses));
+          // The status index holds the error statuses only: its own condition, as it is, tells SQLite these are all.
+          if (byStatus) where.push(errorStatusesSql.replace(/status/g, "r.status"));
+        }
         // Otherwise reqlog_spent() counts every row the time index yields, before the other tests (as a Read's scan does).
         where.push(whole ? narrow.join(" AND ") : `(reqlog_spent() OR (${narrow.join(" AND ")}))`);
-        text = `SELECT ${select} FROM requests r INDEXED BY requests_by_time WHERE ${where.join(" AND ")} ORDER BY r.sort_time DESC, r.id DESC`;
+        const index = byStatus ? "requests_by_status" : "requests_by_time";
+        // The status index gives its rows by status: newest first costs a sort of them all, which a first stats or
+        // top pipe (the same answer in any order) does without.
+        const anyOrder = byStatus && (plan.query.pipes[0]?.kind === "stats" || plan.query.pipes[0]?.kind === "top");
+        const order = anyOrder ? "" : " ORDER BY r.sort_time DESC, r.id DESC";
+        text = `SELECT ${select} FROM requests r INDEXED BY ${index} WHERE ${where.join(" AND ")}${order}`;
       }
       const params = { app, min, max, ...(found ? { ids: JSON.stringify(found.ids) } : {}) };
       const reader = rows.reader(plan.appId);
@@ -172,7 +228,7 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
       return {
         rows: pipeline.finish(),
         source: found ? "index" : "scan",
-        scanned: whole ? hoursHold : budget.examined,
+        scanned: byStatus ? statusRows : whole ? hoursHold : budget.examined,
         ...(total > budget.examined ? { total } : {}),
         cut: pipeline.cut,
         ...(budget.cancelled ? { cancelled: true } : {}),

@@ -1,0 +1,14 @@
+/**
+ * Migration 009-status-index: the requests of error statuses (400 and up,
+ * and the odd negative one) by app, status and sort time, so a query's
+ * filter on them (`status:>=500`, `status:404`) visits only their rows
+ * instead of every row of its time range (query-reader.ts decides when).
+ * Partial: 2xx and 3xx are most requests and are rarely a selective
+ * filter, and a write of one does not touch the index (docs/benchmarks.md
+ * has what it saves and what it costs a write).
+ */
+export const errorStatusesSql = "(status >= 400 OR status < 0)";
+
+export default /* sql */ `
+CREATE INDEX IF NOT EXISTS requests_by_status ON requests (app_key, status, sort_time) WHERE ${errorStatusesSql};
+`;
