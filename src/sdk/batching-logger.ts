@@ -403,7 +403,9 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
       kick();
-    }, retryDelay(failuresInARow, decision.retryAfterMs, options.retry, options.random)).unref();
+    }, retryDelay(failuresInARow, decision.retryAfterMs, options.retry, options.random));
+    // An idle process may exit before the retry; one awaiting a flush or a blocked write may not.
+    if (flushes.length === 0 && waiters.length === 0) retryTimer.unref();
   }
 
   function openStream(): void {
@@ -442,6 +444,7 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
     const upTo = nextSeq - 1;
     seal();
     if (oldestOutstanding() > upTo) return Promise.resolve();
+    retryTimer?.ref(); // the process waits for the retry, as the caller does
     return new Promise<void>((resolve, reject) => {
       const entry = { upTo, resolve };
       flushes.push(entry);
@@ -491,6 +494,7 @@ export function createBatchingLogger(open: OpenIngest, options: BatchingOptions 
         place(item);
         return Promise.resolve();
       }
+      retryTimer?.ref(); // a blocked write waits for the retry too
       return new Promise((resolve, reject) => waiters.push({ item, resolve, reject }));
     },
 

@@ -55,6 +55,10 @@ export type RecordInit = Omit<
 > & {
   /** The request id: text or bytes, at most 256 bytes. */
   requestId: string | Uint8Array;
+  /** When the request started (µs since the epoch), its method and resource: required, as the schema says. */
+  startTime: bigint;
+  method: string;
+  resource: string;
 };
 
 export interface ReqlogClient {

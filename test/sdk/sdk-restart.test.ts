@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +7,8 @@ import { createReqlogClient } from "reqlog/client";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { type ChildServer, startChildServer } from "../../bench/harness/child-server.js";
+import { packageRoot } from "../../src/package-root.js";
+import { freePort } from "../helpers/local-process.js";
 import { idOf, readAll } from "../helpers/read-all.js";
 
 const dir = mkdtempSync(join(tmpdir(), "reqlog-sdk-restart-"));
@@ -95,6 +98,29 @@ describe("the SDK across a reqlog restart", () => {
       return l.line.length !== 3 || l.line.some((line, j) => line.logMessage !== `line ${j} of ${id}` || line.level !== j + 1);
     });
     expect(wrong.map(idOf)).toEqual([]);
+    await reqlog.close();
+  }, 90_000);
+
+  it("keeps an app that awaits flush() alive until a retry to the next server is acknowledged, the first server down", async () => {
+    const live = await serve("127.0.0.1:0");
+    const dead = `127.0.0.1:${await freePort()}`;
+    // The app, a process of its own: nothing but the flush it awaits keeps it running.
+    const app = `
+      import { createReqlogClient } from ${JSON.stringify(join(packageRoot(), "dist", "src", "sdk", "index.js"))};
+      const reqlog = createReqlogClient({ server: [${JSON.stringify(dead)}, ${JSON.stringify(live.address)}], app: "await-flush", retry: { initialMs: 300, maxMs: 300 } });
+      for (let i = 0; i < 10; i++) reqlog.send({ requestId: "af-" + i, startTime: 1795000000000000n, method: "GET", resource: "/api/v1/teams/" + i });
+      await reqlog.flush();
+      console.log("flushed", reqlog.stats().acknowledged.records, reqlog.stats().failures);
+      await reqlog.close();`;
+    const result = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = execFile(process.execPath, ["--input-type=module", "-e", app], { timeout: 60_000 }, (_err, stdout) =>
+        resolve({ code: child.exitCode, stdout }),
+      );
+    });
+    // It exited 13 (a top-level await never settled) when the retry's timer let the process go.
+    expect(result).toEqual({ code: 0, stdout: "flushed 10 1\n" });
+    const reqlog = createReqlogClient({ server: live.address, app: "await-flush" });
+    expect((await readAll(reqlog.rpc, "await-flush")).map(idOf).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `af-${i}`).sort());
     await reqlog.close();
   }, 90_000);
 });
