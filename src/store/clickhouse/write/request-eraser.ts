@@ -1,4 +1,3 @@
-import { setTimeout as delay } from "node:timers/promises";
 import { ipInRanges, ipv4Bounds } from "../../../domain/ip-range.js";
 import type { DeletePlan } from "../../../query/delete-plan.js";
 import { clickhouseRegex } from "../read/clickhouse-regex.js";
@@ -9,6 +8,7 @@ import type { SqlClient } from "../sql-client.js";
 import { guarded } from "../storage-error.js";
 import type { TableLayout } from "../table-layout.js";
 import type { GroupCommit, GroupWork } from "./group-commit.js";
+import { mutationsDone } from "./mutations-done.js";
 import { createSearchEraser } from "./search-eraser.js";
 import type { WriteBatcher } from "./write-batcher.js";
 
@@ -154,9 +154,7 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
       await dropUncounted(plan.appId, ips, agents, signal);
       // ALTER … DELETE only queues a mutation: wait until every shard has
       // applied them, so the erased requests are gone when Delete returns.
-      while ((await sql.rows<{ n: string }>(layout.pendingMutations(), signal))[0]?.n !== "0") {
-        await delay(20, undefined, { signal });
-      }
+      await mutationsDone(sql, layout, signal);
       return total;
     });
 }

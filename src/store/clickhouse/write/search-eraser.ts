@@ -2,6 +2,7 @@ import { termsSql } from "../rows/search-terms.js";
 import { sqlList, sqlString } from "../rows/sql-literal.js";
 import type { SqlClient } from "../sql-client.js";
 import type { TableLayout } from "../table-layout.js";
+import { mutationsDone } from "./mutations-done.js";
 
 /** Requests (by rkey) or terms (by key) one statement names, at most (its SQL text stays small). */
 const perStatement = 2_000;
@@ -46,6 +47,9 @@ export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFr
       await sql.command(`INSERT INTO search_postings (app, day, key, sort_time) SELECT app, day, key, sort_time FROM (${termsSql(standing, "postings")})`, signal);
     }
     const all = [...erasedKeys];
+    // Until the postings' mutations are applied, an erased request's postings still count as a use of their
+    // terms (at a sort time a request standing shares): wait for them.
+    if (all.length > 0) await mutationsDone(sql, layout, signal);
     for (let at = 0; at < all.length; at += perStatement) {
       const keys = sqlList(all.slice(at, at + perStatement));
       // (GLOBAL: on a cluster postings and positions are sharded differently.)
