@@ -60,6 +60,12 @@ function valueOption<T>(
   return new Option(flags, description).env(env).default(defaultValue, defaultText).argParser(arg(parse, flag));
 }
 
+// A reader that stops early (`reqlog read | head`) closes the pipe: stop quietly, as Unix tools do.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(0);
+  throw err;
+});
+
 const version = (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string })
   .version;
 

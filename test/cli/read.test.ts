@@ -20,6 +20,18 @@ beforeEach(async () => {
 const read = (...args: string[]) => runCli(["read", "--server", ts.server.address, "--app", "forge", ...args]);
 
 describe("reqlog read", () => {
+  it("stops quietly when its reader closes the pipe early, as `reqlog read | head` does", async () => {
+    for (let at = 0; at < 3000; at += 1000) {
+      await ts.write(...Array.from({ length: 1000 }, (_, i) => minimalLog({ requestId: rid(`many-${at + i}`), endTime: t0 + 2_000_000n + BigInt(at + i), resource: `/api/v1/teams/${at + i}` })));
+    }
+    const child = spawn(process.execPath, [mainScript, "read", "--server", ts.server.address, "--app", "forge", "--limit", "3000"]);
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.once("data", () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+  });
+
   it("prints combined lines oldest first with their app lines indented", async () => {
     const { code, stdout } = await read();
     expect(code).toBe(0);
