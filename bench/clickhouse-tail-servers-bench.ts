@@ -13,12 +13,11 @@
  */
 import { loadavg } from "node:os";
 import { create } from "@bufbuild/protobuf";
-import { ConnectError } from "@connectrpc/connect";
 import { RequestLogSchema, WriteRequestSchema } from "../gen/reqlog/v1/log_service_pb.js";
-import { createLogServiceClient, type LogServiceClient } from "../src/client/log-service-client.js";
-import { Code } from "../src/reqlog-error.js";
+import { createLogServiceClient } from "../src/client/log-service-client.js";
 import { startClickHouse } from "../test/helpers/clickhouse-server.js";
 import { type ReqlogChild, serveReqlog, stopReqlog } from "./harness/peer-compare.js";
+import { followTail } from "./harness/tail-follower.js";
 import { benchStart } from "./load.js";
 
 const args = process.argv.slice(2);
@@ -74,26 +73,8 @@ async function main() {
     `one every ${paceMs} ms, alternately through A and B; a Tail on B` +
     (loadPerSecond > 0 ? `; other writes through both, up to ${loadPerSecond.toLocaleString()} records/s` : ""));
 
-  // The follower on a connection of its own, as another process's would be.
-  const follower: LogServiceClient = createLogServiceClient({ server: b!.address });
-  const cancel = new AbortController();
   const arrivals = new Map<string, number[]>();
-  let subscribed!: () => void;
-  const inPlace = new Promise<void>((resolve) => (subscribed = resolve));
-  const following = (async () => {
-    try {
-      for await (const page of follower.tail({ appId: "bench-tail" }, { signal: cancel.signal, onHeader: () => subscribed() })) {
-        const now = performance.now();
-        for (const log of page.log) {
-          const id = new TextDecoder().decode(log.requestId);
-          arrivals.set(id, [...(arrivals.get(id) ?? []), now]);
-        }
-      }
-    } catch (err) {
-      if (ConnectError.from(err).code !== Code.CANCELLED) throw err; // the cancel at the end
-    }
-  })();
-  await Promise.race([inPlace, following]);
+  const tail = await followTail(b!.address, "bench-tail", (id, at) => arrivals.set(id, [...(arrivals.get(id) ?? []), at]));
 
   const stopLoad = new AbortController();
   const loading = background([a!, b!], loadPerSecond, stopLoad.signal);
@@ -115,9 +96,7 @@ async function main() {
   const deadline = performance.now() + 30_000;
   while (arrivals.size < writes && performance.now() < deadline) await sleep(50);
   const loadAfter = load();
-  cancel.abort();
-  await following;
-  follower.close();
+  await tail.stop();
 
   const delivery = { A: [] as number[], B: [] as number[] };
   const roundTrips: number[] = [];

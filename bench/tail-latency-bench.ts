@@ -13,13 +13,12 @@ import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { ConnectError } from "@connectrpc/connect";
 import { RequestLogSchema, WriteRequestSchema } from "../gen/reqlog/v1/log_service_pb.js";
 import { createLogServiceClient } from "../src/client/log-service-client.js";
-import { Code } from "../src/reqlog-error.js";
 import { formatCombined } from "../src/format/combined-line.js";
 import { forgeTraffic } from "./forge-traffic.js";
 import { startBenchServer } from "./harness/bench-server.js";
+import { followTail } from "./harness/tail-follower.js";
 import { mainScript, startChildServer } from "./harness/child-server.js";
 import { benchDbPath, benchStart, loadBackend } from "./load.js";
 
@@ -71,28 +70,12 @@ const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Ma
 async function main() {
   const server = await serve();
   const writer = createLogServiceClient({ server: server.address });
-  // The follower on a connection of its own, as another process's would be.
-  const follower = createLogServiceClient({ server: server.address });
-  const cancel = new AbortController();
   const arrived = new Map<string, number>();
   const waiters = new Map<string, () => void>();
-  let subscribed!: () => void;
-  const inPlace = new Promise<void>((resolve) => (subscribed = resolve));
-  const following = (async () => {
-    try {
-      for await (const page of follower.tail({ appId: "bench-tail" }, { signal: cancel.signal, onHeader: () => subscribed() })) {
-        const now = performance.now();
-        for (const log of page.log) {
-          const id = new TextDecoder().decode(log.requestId);
-          arrived.set(id, now);
-          waiters.get(id)?.();
-        }
-      }
-    } catch (err) {
-      if (ConnectError.from(err).code !== Code.CANCELLED) throw err; // the cancel at the end
-    }
-  })();
-  await Promise.race([inPlace, following]);
+  const tail = await followTail(server.address, "bench-tail", (id, at) => {
+    arrived.set(id, at);
+    waiters.get(id)?.();
+  });
 
   const roundTrips: number[] = [];
   const toTail: number[] = [];
@@ -113,9 +96,7 @@ async function main() {
     waiters.delete(id);
   }
   const importStill = server.importing && (await Promise.race([server.importing.then(() => false), Promise.resolve(true)]));
-  cancel.abort();
-  await following;
-  follower.close();
+  await tail.stop();
   writer.close();
   const importSeconds = await server.importing;
   await server.close();

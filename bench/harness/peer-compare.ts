@@ -4,6 +4,8 @@
  * ClickHouse stores for a record, reqlog servers in child processes, and a
  * table of figures with each side's ratio to the first.
  */
+import { rmSync } from "node:fs";
+import { dirname } from "node:path";
 import { Readable } from "node:stream";
 import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import type { ClickHouseClient } from "@clickhouse/client";
@@ -323,7 +325,11 @@ export async function serveReqlog(name: string, storeFlags: string[] = [], scrip
     script,
     nodeFlags,
   );
-  process.once("exit", () => server.process.kill("SIGKILL"));
+  // The bench's folder goes when the bench ends (it may read the file after stopReqlog).
+  process.once("exit", () => {
+    server.process.kill("SIGKILL");
+    rmSync(dirname(dbPath), { recursive: true, force: true });
+  });
   return { ...server, dbPath, client: createLogServiceClient({ server: server.address }) };
 }
 
