@@ -7,8 +7,11 @@
  * filter, and a write of one does not touch the index (docs/benchmarks.md
  * has what it saves and what it costs a write).
  */
-export const errorStatusesSql = "(status >= 400 OR status < 0)";
+export const errorStatusesSql = (column = "status") => `(${column} >= 400 OR ${column} < 0)`;
+
+/** Whether every status from `lo` to `hi` (inclusive) is in the index: the same condition as errorStatusesSql. */
+export const errorStatusesOnly = ([lo, hi]: readonly [number, number]) => lo >= 400 || hi < 0;
 
 export default /* sql */ `
-CREATE INDEX IF NOT EXISTS requests_by_status ON requests (app_key, status, sort_time) WHERE ${errorStatusesSql};
+CREATE INDEX IF NOT EXISTS requests_by_status ON requests (app_key, status, sort_time) WHERE ${errorStatusesSql()};
 `;

@@ -12,7 +12,7 @@ import type { ScanBudget } from "./scan-budget.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
 import { unindexedRowsSql } from "../rows/sql.js";
 import { stringKind } from "../rows/strings.js";
-import { errorStatusesSql } from "../migrations/009-status-index.js";
+import { errorStatusesOnly, errorStatusesSql } from "../migrations/009-status-index.js";
 
 /** Columns that hold a key of `strings`, by query field. */
 const dictionaryFields: Record<string, number> = {
@@ -188,7 +188,7 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
       const statusRows = classes ? (stmt.inClasses.get(app, minHour, maxHour, JSON.stringify(classes)) as number) : 0;
       const byStatus =
         statuses !== undefined &&
-        statuses.every(([a, b]) => a >= 400 || b < 0) &&
+        statuses.every(errorStatusesOnly) &&
         statusRows <= plan.budget.rows &&
         statusRows <= hoursHold * statusIndexShare;
       const whole = byStatus || (!found && hoursHold <= plan.budget.rows);
@@ -201,7 +201,7 @@ export function createQueryReader(db: Database.Database, sql: PlanSql, budget: S
           // (Not in a budgeted scan: its budget counts every row of the range, whatever its status.)
           where.push(statusSql(statuses));
           // The status index holds the error statuses only: its own condition, as it is, tells SQLite these are all.
-          if (byStatus) where.push(errorStatusesSql.replace(/status/g, "r.status"));
+          if (byStatus) where.push(errorStatusesSql("r.status"));
         }
         // Otherwise reqlog_spent() counts every row the time index yields, before the other tests (as a Read's scan does).
         where.push(whole ? narrow.join(" AND ") : `(reqlog_spent() OR (${narrow.join(" AND ")}))`);
