@@ -1,25 +1,19 @@
-import { rmSync } from "node:fs";
 import { create, equals, toJsonString } from "@bufbuild/protobuf";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LogLineSchema, type RequestLog, RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { migrations } from "../../src/store/sqlite/migrations/index.js";
-import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { rid, t0 } from "../helpers/fixtures.js";
+import { useSqliteFiles } from "../helpers/sqlite-files.js";
 import { version4Database as createVersion4Database } from "../helpers/version4-database.js";
 
 const signal = new AbortController().signal;
-const folders: string[] = [];
-const backends: SqliteBackend[] = [];
-afterEach(async () => {
-  for (const b of backends.splice(0)) await b.close();
-  for (const f of folders.splice(0)) rmSync(f, { recursive: true, force: true });
-});
+const files = useSqliteFiles();
 
 /** A database as version 4 of the schema left it, holding rows as that version's writer wrote them. */
 function version4Database(): string {
   const { folder, path, db, insertRow } = createVersion4Database();
-  folders.push(folder);
+  files.keep(folder);
   // A finished record with rare fields and two lines (its combined line derived).
   insertRow({
     id: 1, app_key: 1, version_key: 1, request_id: Buffer.from("done"), has_record: 1, finished: 1,
@@ -57,8 +51,7 @@ const line = (time: bigint, level: number, message: string) => create(LogLineSch
 
 describe("migration 006 (search index and storage diet)", () => {
   it("re-encodes every stored request, which then reads back field for field, lines and all", async () => {
-    const backend = openSqliteBackend({ path: version4Database(), readWorkers: 0, searchIndex: "always" });
-    backends.push(backend);
+    const backend = files.open({ path: version4Database(), readWorkers: 0, searchIndex: "always" });
     const [done, live, early] = await backend.store.getRequests("forge", [rid("done"), rid("live"), rid("early")], signal);
 
     const expectedDone = create(RequestLogSchema, {
@@ -93,8 +86,7 @@ describe("migration 006 (search index and storage diet)", () => {
   });
 
   it("indexes the stored requests for regex Reads, and later writes go on from the stored change number", async () => {
-    const backend = openSqliteBackend({ path: version4Database(), readWorkers: 0, searchIndex: "always" });
-    backends.push(backend);
+    const backend = files.open({ path: version4Database(), readWorkers: 0, searchIndex: "always" });
     const read = (pattern: string) =>
       backend.store.read(
         { appId: "forge", includeIncomplete: true, combinedRegex: pattern, count: 10, combinedExtras: "none", budget: { rows: 1000, ms: 1000, bytes: 1_000_000 } },

@@ -1,42 +1,29 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { defaultLimits } from "../../src/limits.js";
 import { planQuery } from "../../src/query/logsql/plan-query.js";
 import { migrations } from "../../src/store/sqlite/migrations/index.js";
-import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import type { RequestLog } from "../../gen/reqlog/v1/log_service_pb.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { useSqliteFiles } from "../helpers/sqlite-files.js";
 
 const signal = new AbortController().signal;
-const folders: string[] = [];
-const backends: SqliteBackend[] = [];
-afterEach(async () => {
-  for (const b of backends.splice(0)) await b.close();
-  for (const f of folders.splice(0)) rmSync(f, { recursive: true, force: true });
-});
+const files = useSqliteFiles();
 
 const prepared = (logs: RequestLog[]) => logs.map((log) => prepareRequestLog(log, defaultLimits, "log"));
-const open = (path: string) => {
-  const backend = openSqliteBackend({ path, readWorkers: 0 });
-  backends.push(backend);
-  return backend;
-};
+const open = (path: string) => files.open({ path, readWorkers: 0 });
 
 /** 400 requests (every 100th a 503, every 200th from 10.0.0.2), stored by a database of version 8 (no status index). */
 async function version8Database(): Promise<string> {
-  const folder = mkdtempSync(join(tmpdir(), "reqlog-m009-"));
-  folders.push(folder);
-  const path = join(folder, "old.db");
+  const path = join(files.folder("reqlog-m009-"), "old.db");
   const backend = open(path);
   const logs = Array.from({ length: 400 }, (_, i) =>
     minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i) * 1000n, status: i % 100 === 7 ? 503 : 200, ip: i % 200 === 7 ? "10.0.0.2" : "10.0.0.1" }),
   );
   await backend.store.write(prepared(logs), signal);
-  await backends.pop()!.close();
+  await files.close(backend);
   // Version 8 had no such index: what 009 finds on a database of before it.
   const db = new Database(path);
   db.exec("DROP INDEX requests_by_status");
