@@ -203,9 +203,10 @@ describe("the search index", () => {
           expectIndexEqualsRows(backend.db);
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 200 },
     );
-    // The property says something only if the index answered often, with results.
+    // The property says something only if the index answered often, with results (at 150 runs, 39 of them once in a
+    // few runs: 200 runs keep these checks clear of chance).
     expect(narrowed).toBeGreaterThan(40);
     expect(nonEmpty).toBeGreaterThan(40);
   }, 180_000);
