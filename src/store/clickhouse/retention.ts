@@ -1,7 +1,7 @@
 import type { Clock } from "../../clock.js";
 import type { Maintenance } from "../store.js";
 import type { GroupCommit, GroupWork } from "./write/group-commit.js";
-import type { RequestRow } from "./rows/request-row.js";
+import { fromStored, type RequestRow } from "./rows/request-row.js";
 import type { PagingHistory } from "./read/snapshot-paging.js";
 import { heldSql, type Snapshot } from "./read/snapshot.js";
 import { slotOf } from "./servers/change-clock.js";
@@ -122,6 +122,7 @@ export function createClickHouseMaintenance({ sql, layout, now, batcher, commit,
                 `SELECT ${tombstoneColumns} FROM requests FINAL WHERE deleted = 0 AND sort_time < ${sqlInt(cutoff)}
                  ORDER BY sort_time LIMIT ${sqlInt(limit)}`,
               );
+              rows.forEach(fromStored);
               const result = await commit.expire(rows);
               return { result, complete: result < limit };
             }),

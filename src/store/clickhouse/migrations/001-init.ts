@@ -60,7 +60,7 @@ export const changeColumns = `
     line_level Array(Int8),
     line_message Array(String)`;
 
-const columnNames = requestColumns
+export const columnNames = requestColumns
   .split("\n")
   .map((line) => line.trim().split(" ")[0]!)
   .filter((name) => name !== "");

@@ -14,6 +14,7 @@
  * and every lookup by id as they were (docs/benchmarks.md, fourth session).
  */
 import type { TableLayout } from "../table-layout.js";
+import { rkeySql } from "../rows/request-row.js";
 import { byRequest, createdDay } from "./001-init.js";
 
 /**
@@ -64,6 +65,7 @@ export default (t: TableLayout): string[] => [
   // The positions of the requests stored before this migration (each at its
   // latest version's, which has no older position to leave behind). Run
   // again after a cut, it writes the same rows, which FINAL takes once.
+  // (rkey as rows stored since 006 keep it, 0 when it equals seq: positional, no alias needed.)
   `INSERT INTO positions (${positionColumns.join(", ")})
-   SELECT ${positionColumns.join(", ")} FROM requests FINAL WHERE deleted = 0`,
+   SELECT ${positionColumns.map((c) => (c === "rkey" ? rkeySql : c)).join(", ")} FROM requests FINAL WHERE deleted = 0`,
 ];

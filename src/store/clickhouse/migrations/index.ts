@@ -4,6 +4,7 @@ import m002 from "./002-positions.js";
 import m003 from "./003-group-rollups.js";
 import m004 from "./004-servers.js";
 import m005 from "./005-search.js";
+import m006 from "./006-column-diet.js";
 
 /**
  * The ordered migrations: applied by version, each once (migrate.ts). The
@@ -16,4 +17,5 @@ export const migrations: readonly { version: number; name: string; statements: (
   { version: 3, name: "003-group-rollups", statements: m003 },
   { version: 4, name: "004-servers", statements: m004 },
   { version: 5, name: "005-search", statements: m005 },
+  { version: 6, name: "006-column-diet", statements: m006 },
 ];

@@ -3,7 +3,7 @@ import { type LogLine, LogLineSchema, type RequestLog, RequestLogSchema } from "
 import { withExtras } from "../../../format/combined-line.js";
 import type { ReadPlan } from "../../../query/read-plan.js";
 import { and } from "./plan-sql.js";
-import { type RequestRow, requestKey, rowToLog } from "../rows/request-row.js";
+import { fromStored, type RequestRow, requestKey, rowToLog } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 
@@ -66,7 +66,7 @@ export function createRecordReader(sql: SqlClient): RecordReader {
          WHERE deleted = 0 AND ${and(filters)}`,
         signal,
       );
-      const byId = new Map(rows.map((r) => [r.request_id, r]));
+      const byId = new Map(rows.map((r) => [r.request_id, fromStored(r)]));
       return ids.flatMap((id) => byId.get(id) ?? []);
     },
 

@@ -8,7 +8,7 @@ import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
 import type { SearchIndex, SearchKeys } from "./search-index.js";
 import { hourOf, usecPerHour } from "../rows/hours.js";
-import type { RequestRow } from "../rows/request-row.js";
+import { fromStored, type RequestRow, rkeySql } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 import { heldSql, holds, type Snapshot } from "./snapshot.js";
@@ -151,9 +151,10 @@ export function createSnapshotPaging(
          SELECT * FROM requests
          WHERE app = ${app} AND request_id GLOBAL IN (SELECT request_id FROM requests WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)})
          ORDER BY request_id, seq DESC LIMIT 1 BY request_id)
-       WHERE ${heldSql("rkey", snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
+       WHERE ${heldSql(rkeySql, snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
       signal,
     );
+    rows.forEach(fromStored);
     if (rows.length === 0) return [];
     const moves = await sql.rows<{ rkey: string; old: string }>(
       `SELECT rkey, argMin(old_sort_time, seq) AS old FROM moves

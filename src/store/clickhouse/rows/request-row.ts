@@ -244,6 +244,66 @@ export function combinedColumn(log: RequestLog, derived: boolean): string {
 /** The `combined` column of a placeholder (a request known by its lines), whose line is always derived. */
 export const placeholderCombined = (row: RequestRow) => combinedColumn(rowToLog({ ...row, combined: "" }), true);
 
+/**
+ * Migration 006 (the column diet) stores two columns of \`requests\` in a
+ * narrower form, each read back in one place: \`fromStored\` in Node, the
+ * SQL expressions below in queries. Both forms read the same, so rows
+ * written before 006 (or by a server of an older build) need no rewrite.
+ *
+ * - \`rkey\` is 0 when it equals \`seq\` (a request's first version: every
+ *   request written once), set by the requests' view; request_changes and
+ *   the tables its other views fill keep it whole.
+ * - \`ip\`: a canonical dotted IPv4 address (the text IPv4NumToString
+ *   gives back) is 5 characters: 0x01 + its top 4 bits, then 4 groups of 7
+ *   bits (0x00–0x7F, so every byte stays one UTF-8 byte and JSON carries
+ *   it), where its text took 7–15. Any other text (IPv6, kept as written:
+ *   FixedString(16) would not give back its exact text) is kept as it is,
+ *   behind 0x1F when it starts with a control character (so that no text
+ *   reads as an address). 18.16 cannot rename a column or add one IF NOT
+ *   EXISTS, and the column set of \`requests\` stays that of 001 (a
+ *   database's rows copy into another's with SELECT *): hence a form inside
+ *   the String column, not a UInt32 beside it.
+ */
+const ipEscape = "\x1f";
+
+/** \`ip\` as requests stores it (the writer's side of \`ipFromStored\`). */
+export function storedIp(ip: string): string {
+  const parts = ip.split(".");
+  if (parts.length === 4 && parts.every((p) => /^(0|[1-9][0-9]{0,2})$/.test(p) && Number(p) < 256)) {
+    const n = parts.reduce((a, p) => a * 256 + Number(p), 0);
+    return String.fromCharCode(1 + Math.floor(n / 2 ** 28), (n >>> 21) & 127, (n >>> 14) & 127, (n >>> 7) & 127, n & 127);
+  }
+  return ip !== "" && ip.charCodeAt(0) < 0x20 ? ipEscape + ip : ip;
+}
+
+/** The text of a stored \`ip\`. */
+export function ipFromStored(stored: string): string {
+  const first = stored.charCodeAt(0);
+  if (stored.length === 5 && first >= 1 && first <= 16) {
+    const n = (first - 1) * 2 ** 28 + stored.charCodeAt(1) * 2 ** 21 + stored.charCodeAt(2) * 2 ** 14 + stored.charCodeAt(3) * 128 + stored.charCodeAt(4);
+    return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
+  }
+  return first === 0x1f ? stored.slice(1) : stored;
+}
+
+const ipByte = (at: number) => `reinterpretAsUInt8(substring(ip, ${at}, 1))`;
+/** A row's ip in SQL, as ipFromStored reads it. */
+export const ipSql = `if(length(ip) = 5 AND ip >= '\\x01' AND ip < '\\x11',
+  IPv4NumToString(toUInt32((${ipByte(1)} - 1) * 268435456 + ${ipByte(2)} * 2097152 + ${ipByte(3)} * 16384 + ${ipByte(4)} * 128 + ${ipByte(5)})),
+  if(substring(ip, 1, 1) = '\\x1f', substring(ip, 2), ip))`;
+
+/** A row's rkey in SQL (0 stored when it equals seq). */
+export const rkeySql = "if(rkey = 0, seq, rkey)";
+/** How the requests' view stores rkey (migration 006). */
+export const storedRkeySql = "if(rkey = seq, toUInt64(0), rkey)";
+
+/** A row read from \`requests\` with its stored forms read back (in place), as every reader of its rows takes it. */
+export function fromStored<T extends Partial<RequestRow>>(row: T): T {
+  if (row.rkey === "0" && row.seq !== undefined) row.rkey = row.seq;
+  if (typeof row.ip === "string") (row as Partial<RequestRow>).ip = ipFromStored(row.ip);
+  return row;
+}
+
 const months = "['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']";
 /** A row's end and start times in SQL (recordColumns leaves them out where they repeat). */
 export const endTimeSql = "if(finished = 1, sort_time, end_time)";
@@ -253,7 +313,7 @@ const orDash = (column: string) => `if(${column} = '', '-', ${column})`;
 
 /** A row's combined line in SQL: the column, or (when "") the line formatCombined derives. */
 export const combinedSql = `if(combined != '', combined, concat(
-  ${orDash("ip")}, ' - - [', formatDateTime(${lineTime}, '%d/'), ${months}[toMonth(${lineTime})],
+  ${orDash(ipSql)}, ' - - [', formatDateTime(${lineTime}, '%d/'), ${months}[toMonth(${lineTime})],
   formatDateTime(${lineTime}, '/%Y:%H:%M:%S +0000'), '] "', method, ' ', resource,
   if(http_version = '', '', concat(' ', http_version)), '" ', toString(status), ' ', toString(response_size),
   ' "', ${orDash("referrer")}, '" "', ${orDash("user_agent")}, '"'))`;

@@ -7,7 +7,7 @@ import type { ServerSlots } from "../servers/server-slots.js";
 import { createInsertBarrier, insertQueryId } from "./insert-barrier.js";
 import type { KeyFeed } from "./key-feed.js";
 import type { KnownKeys } from "./known-keys.js";
-import { type RequestRow, requestKey } from "../rows/request-row.js";
+import { fromStored, type RequestRow, requestKey } from "../rows/request-row.js";
 import {
   changeColumns,
   changesText,
@@ -122,7 +122,7 @@ export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, 
     for (const key of keys) addTo(stored, key.app, sqlString(key.request_id));
     if (stored.size > 0) {
       for (const row of await sql.rows<RequestRow>(`SELECT * FROM requests FINAL WHERE ${byApp(stored, "request_id")}`)) {
-        if (row.deleted === 0) state.rows.set(requestKey(row.app, row.request_id), row);
+        if (row.deleted === 0) state.rows.set(requestKey(row.app, row.request_id), fromStored(row));
       }
     }
     // Lines of stored requests at the times this group's lines carry: a line

@@ -1,7 +1,7 @@
 import { ipInRanges, ipv4Bounds } from "../../../domain/ip-range.js";
 import type { DeletePlan } from "../../../query/delete-plan.js";
 import { clickhouseRegex } from "../read/clickhouse-regex.js";
-import { combinedSql, type RequestRow } from "../rows/request-row.js";
+import { combinedSql, fromStored, ipSql, type RequestRow, rkeySql } from "../rows/request-row.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 import { tombstoneColumns } from "../retention.js";
 import type { SqlClient } from "../sql-client.js";
@@ -34,8 +34,9 @@ function whereOf(plan: DeletePlan): string {
   if (plan.endTime !== undefined) where.push(`sort_time < ${sqlInt(plan.endTime)}`);
   if (plan.ips) {
     const v4 = plan.ips.filter((r) => r.family === 4).map(ipv4Bounds);
-    const dotted = "match(ip, '^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')";
-    where.push(`(position(ip, ':') > 0${v4.map(([lo, hi]) => ` OR (${dotted} AND IPv4StringToNum(ip) BETWEEN ${lo} AND ${hi})`).join("")})`);
+    const ip = `(${ipSql})`;
+    const dotted = `match(${ip}, '^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')`;
+    where.push(`(position(${ip}, ':') > 0${v4.map(([lo, hi]) => ` OR (${dotted} AND IPv4StringToNum(${ip}) BETWEEN ${lo} AND ${hi})`).join("")})`);
   }
   if (plan.combinedRegex !== undefined) {
     where.push(`match(${combinedSql}, ${sqlString(clickhouseRegex(plan.combinedRegex, "combined_log_regex"))})`);
@@ -64,6 +65,7 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
       `SELECT ${tombstoneColumns} FROM requests FINAL WHERE ${whereOf(plan)}${from} ORDER BY sort_time, request_id LIMIT ${step}`,
       signal,
     );
+    rows.forEach(fromStored);
     const last = rows.at(-1);
     return {
       rows: plan.ips ? rows.filter((r) => ipInRanges(String(r.ip), plan.ips!)) : rows,
@@ -149,7 +151,7 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
       // (Read from the requests' rows: before they go.)
       await eraseFromSearch(plan.appId, rkeys, signal);
       for (const table of ["requests", "lines", "positions"]) {
-        await mutate(table, (l) => `app = ${app} AND rkey IN ${l}`, rkeys, signal);
+        await mutate(table, (l) => `app = ${app} AND ${table === "requests" ? rkeySql : "rkey"} IN ${l}`, rkeys, signal);
       }
       await dropUncounted(plan.appId, ips, agents, signal);
       // ALTER … DELETE only queues a mutation: wait until every shard has

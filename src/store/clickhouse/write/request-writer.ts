@@ -16,6 +16,7 @@ import {
   type RequestRow,
   recordColumns,
   requestKey,
+  storedIp,
 } from "../rows/request-row.js";
 import { createRollupDeltas, noRollup, type Rollup, rollupColumns, rollups, type RollupDeltas, rowStatsFacts } from "./rollup-deltas.js";
 import { bytesToText } from "../rows/sql-literal.js";
@@ -291,7 +292,7 @@ function rowText(row: RequestRow): string {
     `${text(row.app)}\t${text(row.request_id)}\t${num(row.rkey)}\t${num(row.created_at)}\t${num(row.seq)}\t${num(row.deleted)}\t` +
     `${num(row.has_record)}\t${num(row.finished)}\t${num(row.sort_time)}\t${num(row.updated_at)}\t${text(row.module_id)}\t` +
     `${text(row.version_id)}\t${num(row.max_level)}\t${num(row.line_count)}\t${num(row.line_bytes)}\t${num(row.record_bytes)}\t` +
-    `${text(row.combined)}\t${num(row.set_fields)}\t${text(row.extra)}\t${text(row.ip)}\t${num(row.start_time)}\t` +
+    `${text(row.combined)}\t${num(row.set_fields)}\t${text(row.extra)}\t${text(storedIp(row.ip as string))}\t${num(row.start_time)}\t` +
     `${num(row.end_time)}\t${num(row.latency)}\t${num(row.mcycles)}\t${text(row.method)}\t${text(row.resource)}\t` +
     `${text(row.http_version)}\t${num(row.status)}\t${num(row.response_size)}\t${text(row.referrer)}\t${text(row.user_agent)}\t` +
     `${text(row.url_map_entry)}\t${text(row.host)}\t${num(row.replica_index)}`

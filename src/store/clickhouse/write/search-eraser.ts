@@ -1,3 +1,4 @@
+import { rkeySql } from "../rows/request-row.js";
 import { termsSql } from "../rows/search-terms.js";
 import { sqlList, sqlString } from "../rows/sql-literal.js";
 import type { SqlClient } from "../sql-client.js";
@@ -32,7 +33,7 @@ export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFr
     const app_ = sqlString(app);
     const erasedKeys = new Set<string>();
     for (let at = 0; at < rkeys.length; at += perStatement) {
-      const versions = `(SELECT * FROM requests WHERE app = ${app_} AND rkey IN ${sqlList(rkeys.slice(at, at + perStatement))})`;
+      const versions = `(SELECT * FROM requests WHERE app = ${app_} AND ${rkeySql} IN ${sqlList(rkeys.slice(at, at + perStatement))})`;
       const erased = await sql.rows<{ k: string; t: string }>(
         `SELECT DISTINCT toString(key) AS k, toString(sort_time) AS t FROM (${termsSql(versions, "postings")})`,
         signal,
