@@ -387,13 +387,16 @@ export function createSnapshotPaging(
     // merge what is left: a version moved out of the window would leave its
     // old one looking like the latest.)
     const from = (table: string) => (window.length > 0 && table === "requests" ? `${table} PREWHERE ${and(window)}` : table);
+    // (rkey as stored, 0 when it equals seq, read back under its own name,
+    // so that the scope's cursor and the order take the request's key.)
+    const rkey = `${rkeySql} AS rkey`;
     const search = (table: string, limit: number) =>
       sql.rows<Hit>(
         filters.then.length === 0
           ? // One level when there is no second stage: on a cluster, each shard then sorts and limits its own rows.
-            `SELECT sort_time, rkey, request_id, seq FROM ${from(table)} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
+            `SELECT sort_time, ${rkey}, request_id, seq FROM ${from(table)} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
           : `SELECT sort_time, rkey, request_id, seq
-             FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${from(table)}
+             FROM (SELECT ${["sort_time", rkey, "request_id", "seq", ...filters.columns].join(", ")} FROM ${from(table)}
                    WHERE ${[...scope, ...filters.first].join(" AND ")})
              WHERE ${and(filters.then)} ${order} ${sqlInt(limit)}`,
         signal,
