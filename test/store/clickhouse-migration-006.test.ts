@@ -113,7 +113,7 @@ describe("ClickHouse migration 006 (the column diet)", () => {
         { version: 6, name: "006-column-diet" },
       ]);
       expect(await query(`SELECT name FROM system.tables WHERE database = '${old}' AND name LIKE 'request_changes_4%'`)).toEqual([
-        { name: "request_changes_4_requests_narrow" },
+        { name: "request_changes_4_requests" },
       ]);
       const before = await seen(a);
       expect(before.records.map((r) => r.ip)).toEqual(["10.0.0.1", "10.0.0.1", "2001:db8::7", ""]);

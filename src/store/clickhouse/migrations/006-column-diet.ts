@@ -7,22 +7,29 @@
  * nothing is rewritten, and a server of an older build writing meanwhile
  * stores rows every build reads.
  *
- * The requests' view is made again under a new name that still sorts
- * between the rollups' views and the positions' (views run in the order of
- * their names), before the old one is dropped: while both exist, a version
- * is stored twice with the same seq, which ReplacingMergeTree and FINAL take
- * once (both forms read the same), so no insert of another server passes
- * with no view storing its versions. Run again after a cut, each statement
- * finds its work done (IF NOT EXISTS, IF EXISTS).
+ * The requests' view is made again under its name, its new SQL first
+ * under a second name (which sorts, as the first, between the rollups'
+ * views and the positions': views run in the order of their names), so
+ * that at every moment a view stores the versions of another server's
+ * insert. While two exist, a version is stored twice with the same seq:
+ * ReplacingMergeTree merges them, FINAL and the reads by latest seq take
+ * one. Run again after a cut, every step finds its work done or does it
+ * again (IF NOT EXISTS, IF EXISTS).
  */
 import { storedRkeySql } from "../rows/request-row.js";
 import type { TableLayout } from "../table-layout.js";
 import { columnNames } from "./001-init.js";
 
+/** The requests' view as 006 makes it: what request_changes holds, in the forms requests keeps. */
+const requestsView = (t: TableLayout, name: string) =>
+  t.createView(name, "requests", (from) => `
+    SELECT ${columnNames.map((c) => (c === "rkey" ? `${storedRkeySql} AS rkey` : c)).join(", ")} FROM ${from("request_changes")}`);
+
 export default (t: TableLayout): string[] => [
   // (An alias may be named after a column it is made from here: 18.16 reads
   // that column's value inside it, as the migration test checks.)
-  ...t.createView("request_changes_4_requests_narrow", "requests", (from) => `
-    SELECT ${columnNames.map((c) => (c === "rkey" ? `${storedRkeySql} AS rkey` : c)).join(", ")} FROM ${from("request_changes")}`),
+  ...requestsView(t, "request_changes_4_requests_006"),
   t.dropView("request_changes_4_requests"),
+  ...requestsView(t, "request_changes_4_requests"),
+  t.dropView("request_changes_4_requests_006"),
 ];
