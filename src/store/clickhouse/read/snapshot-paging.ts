@@ -82,6 +82,20 @@ const candidatesPerRound = 2_000;
 
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
 
+/** A window of a scan (scanWindows): its conditions, whether it is the last, and about how many records the scan's range holds (0: not looked up). */
+interface ScanWindow {
+  window: string[];
+  last: boolean;
+  requests: number;
+}
+
+/**
+ * A scan's last window over a range of more records than this (by the
+ * Usage hours) counts them without FINAL first (unchangedScan); over fewer,
+ * the exact count is cheap and comes beside the search, as in the others.
+ */
+const roughFromRows = 100_000;
+
 /** Where a scan's windows start and end, and about how many records lie between (storedSpan). */
 interface StoredSpan {
   from: bigint;
@@ -261,15 +275,15 @@ export function createSnapshotPaging(
     let examined = 0;
     let oldestKey: [string, string] | undefined;
     const hits: Hit[] = [];
-    for await (const { window, last } of scanWindows(plan, from, signal)) {
+    for await (const { window, last, requests } of scanWindows(plan, from, signal)) {
       const where = [...scope, ...window];
       // (On a cluster, each shard sums up its own rows.) The last window of a
-      // pattern's scan, all that is left of the range, may fill the page
+      // pattern's scan of many rows, all that is left of the range, may fill the page
       // within the budget: then it needs no exact count, whose FINAL merges
       // every position left (a third of a 5xx regex Read at 200k requests);
       // the versions counted without FINAL are at least as many. Else the
       // exact count follows (one round trip more, in the last window only).
-      const rough = last && patterns;
+      const rough = last && patterns && requests > roughFromRows;
       const [[counted], found] = await Promise.all([
         rough ? sql.rows<ScanExtent>(`SELECT count() AS examined FROM positions WHERE ${and(where)}`, signal) : extent(where),
         matchesIn(where, window, wanted - hits.length),
@@ -386,9 +400,10 @@ export function createSnapshotPaging(
    * of them (a minute wide again: a gap costs no round trips that find
    * nothing) and stop at the oldest.
    */
-  async function* scanWindows(plan: ReadPlan, start: bigint, signal: AbortSignal): AsyncGenerator<{ window: string[]; last: boolean }> {
+  async function* scanWindows(plan: ReadPlan, start: bigint, signal: AbortSignal): AsyncGenerator<ScanWindow> {
     let from = start;
     let oldest: bigint | undefined;
+    let requests = 0;
     let upper: bigint | undefined;
     for (let width = firstWindowUs; ; width *= 10n) {
       if (upper !== undefined && oldest === undefined) {
@@ -396,12 +411,13 @@ export function createSnapshotPaging(
         const span = await storedSpan(plan, upper, true, signal);
         if (span === null) return;
         oldest = span.oldest;
+        requests = span.requests;
         if (span.from < upper) [from, width] = [span.from, firstWindowUs];
       }
       const lower = from - width;
       const last =
         width >= widestWindowUs || (oldest !== undefined && lower <= oldest) || (plan.startTime !== undefined && lower <= plan.startTime);
-      yield { window: [...(upper === undefined ? [] : [`sort_time < ${sqlInt(upper)}`]), ...(last ? [] : [`sort_time >= ${sqlInt(lower)}`])], last };
+      yield { window: [...(upper === undefined ? [] : [`sort_time < ${sqlInt(upper)}`]), ...(last ? [] : [`sort_time >= ${sqlInt(lower)}`])], last, requests };
       if (last) return;
       upper = lower;
     }
