@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RequestLog } from "../gen/reqlog/v1/log_service_pb.js";
@@ -15,9 +15,11 @@ export function median(xs: readonly number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-/** A fresh database file in a temporary folder. */
+/** A fresh database file in a temporary folder, removed when the bench's process exits. */
 export function benchDbPath(name: string): string {
-  return join(mkdtempSync(join(tmpdir(), `reqlog-bench-${name}-`)), "bench.db");
+  const folder = mkdtempSync(join(tmpdir(), `reqlog-bench-${name}-`));
+  process.once("exit", () => rmSync(folder, { recursive: true, force: true }));
+  return join(folder, "bench.db");
 }
 
 /** The first `n` records of the seeded forge traffic. */

@@ -39,11 +39,14 @@ export function processCpuMicros(pid: number): number {
 /**
  * Node's flags for every server a bench starts: with REQLOG_BENCH_CPU_PROF=DIR
  * each one writes a CPU profile into DIR when it stops (summed by
- * `node dist/bench/profile-summary.js DIR/*.cpuprofile`), whatever the bench.
+ * `node dist/bench/profile-summary.js DIR/*.cpuprofile`), whatever the bench;
+ * REQLOG_BENCH_NODE_FLAGS adds flags of its own (space-separated, e.g.
+ * `--max-semi-space-size=4`), to measure a server run with them.
  */
 function benchNodeFlags(): string[] {
   const dir = process.env.REQLOG_BENCH_CPU_PROF;
-  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+  const extra = (process.env.REQLOG_BENCH_NODE_FLAGS ?? "").split(/\s+/).filter((flag) => flag !== "");
+  return [...(dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : []), ...extra];
 }
 
 export const mainScript = join(packageRoot(), "dist", "src", "main.js");

@@ -4,8 +4,6 @@
  * ClickHouse stores for a record, reqlog servers in child processes, and a
  * table of figures with each side's ratio to the first.
  */
-import { rmSync } from "node:fs";
-import { dirname } from "node:path";
 import { Readable } from "node:stream";
 import { create, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import type { ClickHouseClient } from "@clickhouse/client";
@@ -325,11 +323,8 @@ export async function serveReqlog(name: string, storeFlags: string[] = [], scrip
     script,
     nodeFlags,
   );
-  // The bench's folder goes when the bench ends (it may read the file after stopReqlog).
-  process.once("exit", () => {
-    server.process.kill("SIGKILL");
-    rmSync(dirname(dbPath), { recursive: true, force: true });
-  });
+  // benchDbPath's folder goes when the bench ends (it may read the file after stopReqlog).
+  process.once("exit", () => server.process.kill("SIGKILL"));
   return { ...server, dbPath, client: createLogServiceClient({ server: server.address }) };
 }
 

@@ -65,6 +65,14 @@ function expectUnavailable(outcomes: PromiseSettledResult<ReadResult>[]): void {
 }
 
 describe("read workers", () => {
+  it("run with an 8 MB young generation each, beside a writer's connection with a 16 MB page cache", () => {
+    // The soak's resident memory (docs/benchmarks.md): left to V8, a worker's young generation grows to 32 MB.
+    const threads = backend.readPool!.threads;
+    expect(threads).toHaveLength(2);
+    for (const thread of threads) expect(thread.resourceLimits?.maxYoungGenerationSizeMb).toBe(8);
+    expect(backend.db.pragma("cache_size", { simple: true })).toBe(-16 * 1024);
+  });
+
   it("fails the Reads of a worker that dies with UNAVAILABLE, then serves Reads on its replacement", async () => {
     const pool = backend.readPool!;
     expect(await newestFive()).toEqual(expectedFive); // both workers up

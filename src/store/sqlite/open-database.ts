@@ -13,6 +13,15 @@ export interface DatabaseOptions {
   sync?: SyncMode;
 }
 
+/**
+ * The page cache of the writer's connection (KiB). All of it is resident
+ * once the store outgrows it, as a soak's does within minutes: at 64 MB it
+ * was the largest piece of the server's memory after the JS heaps
+ * (docs/benchmarks.md). A page not cached is read from the OS's file cache;
+ * Reads run on the read workers' connections with caches of their own.
+ */
+export const writerCacheKib = 16 * 1024;
+
 /** Applies the migrations newer than the database's user_version, each in its own transaction. */
 function migrate(db: Database.Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
@@ -38,7 +47,7 @@ export function openDatabase(options: DatabaseOptions): Database.Database {
     db.pragma(`synchronous = ${options.sync === "normal" ? "NORMAL" : "FULL"}`);
     // Another process (e.g. `reqlog token create`) may hold the write lock briefly.
     db.pragma("busy_timeout = 5000");
-    db.pragma("cache_size = -65536");
+    db.pragma(`cache_size = -${writerCacheKib}`);
     // After a checkpoint the WAL file is cut back to this size, so a burst
     // of writes does not leave a large file behind.
     db.pragma("journal_size_limit = 67108864");

@@ -13,6 +13,15 @@ import type { ReadTask, ReadTaskResult } from "./read-worker.js";
 import { unpackStats } from "./stats-result-codec.js";
 import type { SearchIndexUse } from "./snapshot-paging.js";
 
+/**
+ * The young generation of each read worker's V8 heap (MB). Left to V8, a
+ * worker running regex Reads grew its young generation to 32 MB (V8's
+ * largest) and its heap to ~60 MB; at 8 MB the heap stayed at ~28 MB under
+ * the same soak (docs/benchmarks.md), and Reads were no slower: a Read's
+ * objects die young whatever the size, so only the scavenges come oftener.
+ */
+export const readWorkerYoungGenerationMb = 8;
+
 /** The compiled worker: tests run the TypeScript sources, but threads need JS (npm test builds first). */
 const workerScript = join(packageRoot(), "dist", "src", "store", "sqlite", "read", "read-worker-entry.cjs");
 
@@ -51,6 +60,7 @@ export function createReadPool(path: string, size: number, searchIndex: SearchIn
       idleTimeout: Number.POSITIVE_INFINITY,
       // A Read runs to its budget on one thread; one at a time per thread.
       concurrentTasksPerWorker: 1,
+      resourceLimits: { maxYoungGenerationSizeMb: readWorkerYoungGenerationMb },
     });
     // A worker that fails outside a task: it is replaced (or the pool is, below); nothing to answer.
     pool.on("error", () => {});

@@ -41,8 +41,9 @@ const { path, searchIndex } = workerData as { path: string; searchIndex: SearchI
 const db = new Database(path, { fileMustExist: true });
 db.pragma("busy_timeout = 5000");
 db.pragma("query_only = ON");
-// A page cache of its own for each worker (SQLite's default is 2 MB): a
-// search walks the index's lists and the candidates' rows.
+// A page cache of its own for each worker: a search walks the index's lists
+// and the candidates' rows. (better-sqlite3's build already defaults to
+// ~16 MB, not SQLite's 2 MB; set here so the size does not hang on the build.)
 db.pragma("cache_size = -16384");
 const reader = createSqliteReader(db, searchIndex);
 const stats = createStatsReader(db);
