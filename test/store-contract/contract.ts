@@ -910,7 +910,7 @@ function describePaging(h: Harness, propertyRuns: number): void {
       await fc.assert(
         fc.asyncProperty(
           fc.record({
-            initial: fc.array(pagingOp, { minLength: 15, maxLength: 40 }),
+            initial: fc.array(pagingOp, { minLength: 12, maxLength: 30 }),
             filter: pagingFilter,
             count: fc.integer({ min: 1, max: 4 }),
             /** Ops after each page. */
@@ -973,7 +973,8 @@ function describePaging(h: Harness, propertyRuns: number): void {
         ),
         { numRuns: propertyRuns },
       );
-      // The property is only as good as its data: ties must have come up often (about half the runs do).
+      // The property is only as good as its data: ties must have come up often (about half the runs do;
+      // 42-53 of 100 on SQLite).
       expect(runsWithTies).toBeGreaterThan(propertyRuns * 0.1);
     });
   });
@@ -997,9 +998,9 @@ const pagingStatuses = [200, 302, 401, 403, 404];
 const statusPatterns: [string, number[]][] = [['" 40[134] ', [401, 403, 404]], ['" 302 ', [302]]];
 const hostPatterns: [string, (host: string) => boolean][] = [["^dl\\.", (host) => host.startsWith("dl.")], ["forge", (host) => host.includes("forge")]];
 
-/** Writes (few distinct end times: many ties) and flushes of fifteen requests. */
+/** Writes (two in three finished, at three end times: many ties) and flushes of fifteen requests. */
 const pagingOp = fc.oneof(
-  { arbitrary: fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.boolean(), end: fc.nat(2), status: fc.nat(4), host: fc.nat(2) }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant("write" as const), req: fc.nat(14), version: fc.nat(2), finished: fc.nat(2).map((n) => n > 0), end: fc.nat(2), status: fc.nat(4), host: fc.nat(2) }), weight: 4 },
   { arbitrary: fc.record({ kind: fc.constant("flush" as const), req: fc.nat(14), level: fc.nat(4) }), weight: 4 },
   { arbitrary: fc.record({ kind: fc.constant("delete" as const), req: fc.nat(14) }), weight: 1 },
 );

@@ -207,7 +207,7 @@ export async function openClickHouseBackend(options: ClickHouseBackendOptions): 
       marks,
       batcher,
       records,
-      paging: createSnapshotPaging(sql, records, marks, history, now, searchOf(sql, options.searchIndex ?? "auto")),
+      paging: createSnapshotPaging(sql, records, marks, history, now, searchOf(sql, options.searchIndex ?? "auto"), layout.cluster !== undefined),
       changes: createTailChanges(sql, records),
       offsetKey: meta.offsetKey,
       listeners,

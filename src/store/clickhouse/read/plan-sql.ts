@@ -1,7 +1,7 @@
 import type { ReadPlan } from "../../../query/read-plan.js";
 import { requiredLiterals } from "../../../query/regex-literals.js";
 import { clickhouseRegex } from "./clickhouse-regex.js";
-import { combinedSql } from "../rows/request-row.js";
+import { combinedLineSql, combinedSql } from "../rows/request-row.js";
 import { sqlInt, sqlString } from "../rows/sql-literal.js";
 
 /** (module, version) pairs, ORed (a pair without a version: all of the module's), over these columns. */
@@ -12,6 +12,22 @@ export function versionsSql(versions: readonly { moduleId: string; versionId?: s
       : `(${module} = ${sqlString(v.moduleId)} AND ${version} = ${sqlString(v.versionId)})`,
   );
   return `(${pairs.join(" OR ")})`;
+}
+
+/**
+ * The combined line a required literal is searched in: without the derived
+ * line's time when the literal cannot lie in it, which spares most of
+ * deriving the line (two date formats a row) on a scan. A derived line
+ * holds `"` only around its request, referrer and user agent (a field with
+ * one is stored whole: plainFields), and its time ends two characters
+ * before its first quote (`…+0000] "`); so a literal holding a quote, with at
+ * most two characters before its first, is in the line only where the
+ * line without its time (`[] "`) has it too. Such a search only narrows:
+ * match() still decides on the whole line.
+ */
+function lineSearchedFor(literal: string): string {
+  const quote = literal.indexOf('"');
+  return quote >= 0 && quote <= 2 ? combinedLineSql({ time: false }) : combinedSql;
 }
 
 /** An RE2 test of a column or expression (`over`), written for an outer query that selects it as `name`. */
@@ -34,7 +50,7 @@ function filtersOf(plan: ReadPlan): { tests: string[]; patterns: PatternTest[] }
   const tests: string[] = [];
   const patterns: PatternTest[] = [];
   const pattern = (over: string, name: string, source: string, field: string) => {
-    const literals = requiredLiterals(source).map((l) => `position(${over}, ${sqlString(l)}) > 0`);
+    const literals = requiredLiterals(source).map((l) => `position(${over === combinedSql ? lineSearchedFor(l) : over}, ${sqlString(l)}) > 0`);
     tests.push(...literals);
     patterns.push({ over, name, regex: sqlString(clickhouseRegex(source, field)), literals: literals.length });
   };

@@ -21,9 +21,15 @@ interface Candidate {
   changed?: RequestRow;
 }
 
-/** A row of the scan of unchanged records: a match, or the last row examined. */
+/**
+ * A row of the scan of unchanged records: a match, or the last row
+ * examined. `row`: the match's latest version as the scan read it (whole,
+ * every filter passed), which a page takes as it is when no version of the
+ * app was stored past the snapshot by the time the changes are looked for.
+ */
 interface ScanRow extends Candidate {
   matches: boolean;
+  row?: RequestRow;
 }
 
 /** A match of a scan: a version of a request (64-bit integers as text). */
@@ -76,6 +82,20 @@ const candidatesPerRound = 2_000;
 
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
 
+/** A window of a scan (scanWindows): its conditions, whether it is the last, and about how many records the scan's range holds (0: not looked up). */
+interface ScanWindow {
+  window: string[];
+  last: boolean;
+  requests: number;
+}
+
+/**
+ * A scan's last window over a range of more records than this (by the
+ * Usage hours) counts them without FINAL first (unchangedScan); over fewer,
+ * the exact count is cheap and comes beside the search, as in the others.
+ */
+const roughFromRows = 100_000;
+
 /** Where a scan's windows start and end, and about how many records lie between (storedSpan). */
 interface StoredSpan {
   from: bigint;
@@ -115,7 +135,14 @@ export function createSnapshotPaging(
    * none: regex Reads scan.
    */
   search?: { index: SearchIndex; fromRows: number },
+  /**
+   * Tables are Distributed over shards: a subquery's set must be GLOBAL
+   * (found once, sent to every shard). On one node a plain IN, which 18.16
+   * uses on the primary key; with GLOBAL IN it reads every granule of the app.
+   */
+  onCluster = false,
 ): SnapshotPaging {
+  const inSet = onCluster ? "GLOBAL IN" : "IN";
   async function floorNow(signal: AbortSignal): Promise<bigint> {
     const [row] = await sql.rows<{ floor: string }>("SELECT max(toInt64(value)) AS floor FROM meta WHERE key = 'moves_floor'", signal);
     const floor = BigInt(row?.floor ?? "0");
@@ -134,12 +161,17 @@ export function createSnapshotPaging(
     return tops.some((t) => !holds(snapshot, BigInt(t.seq)));
   }
 
-  /** Records that existed at the snapshot and changed since, with the sort time each had then, newest first. */
+  /**
+   * Records that existed at the snapshot and changed since, with the sort
+   * time each had then, newest first; `none`: no version of the app past
+   * the snapshot is stored (then every version the scan read is still its
+   * request's latest).
+   */
   async function changedSince(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal) {
     // (A group being inserted may have stored its rows already, moving records
     // away from where the scan looks: they are changes past the snapshot,
     // and app_seqs has them before any other table does.)
-    if (!(await changedAfter(plan.appId, snapshot, signal))) return [];
+    if (!(await changedAfter(plan.appId, snapshot, signal))) return { none: true, changed: [] };
     const app = sqlString(plan.appId);
     // Not FINAL over the app (which merges every column of every row of it:
     // seconds at 10M requests while writes go on): the ids with a version
@@ -155,7 +187,7 @@ export function createSnapshotPaging(
       signal,
     );
     rows.forEach(fromStored);
-    if (rows.length === 0) return [];
+    if (rows.length === 0) return { none: false, changed: [] };
     const moves = await sql.rows<{ rkey: string; old: string }>(
       `SELECT rkey, argMin(old_sort_time, seq) AS old FROM moves
        WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)} AND rkey IN ${sqlList(rows.map((r) => r.rkey))}
@@ -163,7 +195,7 @@ export function createSnapshotPaging(
       signal,
     );
     const stoodAt = new Map(moves.map((m) => [m.rkey, BigInt(m.old)]));
-    return rows
+    const changed = rows
       .map((row): Candidate => ({
         sortTime: stoodAt.get(row.rkey) ?? BigInt(row.sort_time),
         rkey: BigInt(row.rkey),
@@ -177,6 +209,7 @@ export function createSnapshotPaging(
           (!after || c.sortTime < after.sortTime || (c.sortTime === after.sortTime && c.rkey < after.rkey)),
       )
       .sort((a, b) => (newer(a, b) ? -1 : 1));
+    return { none: false, changed };
   }
 
   /**
@@ -243,11 +276,26 @@ export function createSnapshotPaging(
     let examined = 0;
     let oldestKey: [string, string] | undefined;
     const hits: Hit[] = [];
-    for await (const window of scanWindows(plan, from, signal)) {
+    for await (const { window, last, requests } of scanWindows(plan, from, signal)) {
       const where = [...scope, ...window];
-      // (On a cluster, each shard sums up its own rows.)
-      const [[whole], found] = await Promise.all([extent(where), matchesIn(where, window, wanted - hits.length)]);
+      // (On a cluster, each shard sums up its own rows.) The last window of a
+      // pattern's scan of many rows, all that is left of the range, may fill the page
+      // within the budget: then it needs no exact count, whose FINAL merges
+      // every position left (a third of a 5xx regex Read at 200k requests);
+      // the versions counted without FINAL are at least as many. Else the
+      // exact count follows (one round trip more, in the last window only).
+      const rough = last && patterns && requests > roughFromRows;
+      const [[counted], found] = await Promise.all([
+        rough ? sql.rows<ScanExtent>(`SELECT count() AS examined FROM positions WHERE ${and(where)}`, signal) : extent(where),
+        matchesIn(where, window, wanted - hits.length),
+      ]);
       hits.push(...found);
+      if (rough && hits.length >= wanted && examined + Number(counted!.examined) <= rows) {
+        // The page ends at its last match, before the budget: as if the scan stopped there.
+        oldestKey = [hits.at(-1)!.sort_time, hits.at(-1)!.rkey];
+        break;
+      }
+      const [whole] = rough ? await extent(where) : [counted];
       // The row past the budget is examined too (as on SQLite): rows + 1. Only
       // when there are more does ClickHouse sort them to find where it stands.
       const inWindow = Number(whole!.examined);
@@ -282,13 +330,13 @@ export function createSnapshotPaging(
     if (found.keys.length === 0) return hits;
     const range = [...timeRange(plan), ...(after ? [`sort_time <= ${sqlInt(after.sortTime)}`] : [])];
     const filters = planFilters(plan);
-    // (GLOBAL: on a cluster the candidates are found once, on every shard's
-    // postings, then sent to every shard's positions.) The postings counted
-    // are an upper bound of the candidates: the rounds end by then.
+    // (On a cluster the candidates are found once, on every shard's
+    // postings, then sent to every shard's positions: inSet.) The postings
+    // counted are an upper bound of the candidates: the rounds end by then.
     for (let i = 0; i < found.postings && hits.length < plan.count + 1; i += candidatesPerRound) {
       const standing = await sql.rows<Hit>(
         `SELECT sort_time, rkey, request_id, seq FROM positions FINAL
-         WHERE ${and([...scope, `sort_time GLOBAL IN (
+         WHERE ${and([...scope, `sort_time ${inSet} (
            SELECT DISTINCT sort_time FROM search_postings
            WHERE ${and([`app = ${sqlString(plan.appId)}`, `key IN ${sqlList(found.keys)}`, ...range])}
            ORDER BY sort_time DESC LIMIT ${sqlInt(i)}, ${sqlInt(candidatesPerRound)})`])}`,
@@ -296,10 +344,16 @@ export function createSnapshotPaging(
       );
       if (standing.length === 0) continue;
       const latest = await records.byIds(plan.appId, standing.map((p) => p.request_id), filters, signal);
-      const matching = new Map(latest.map((r) => [r.request_id, r.seq]));
+      const matching = new Map(latest.map((r) => [r.request_id, r]));
       const matched = standing
-        .filter((p) => matching.get(p.request_id) === p.seq)
-        .map((p): ScanRow => ({ sortTime: BigInt(p.sort_time), rkey: BigInt(p.rkey), requestId: p.request_id, matches: true }))
+        .filter((p) => matching.get(p.request_id)?.seq === p.seq)
+        .map((p): ScanRow => ({
+          sortTime: BigInt(p.sort_time),
+          rkey: BigInt(p.rkey),
+          requestId: p.request_id,
+          matches: true,
+          row: matching.get(p.request_id),
+        }))
         .sort((a, b) => (newer(a, b) ? -1 : 1));
       hits.push(...matched);
     }
@@ -338,7 +392,7 @@ export function createSnapshotPaging(
 
   /**
    * The windows of sort time a scan reads in turn, newest first, as
-   * conditions: the newest minute below where it starts (the cursor, the
+   * conditions (and whether it is the last): the newest minute below where it starts (the cursor, the
    * plan's end time or now; a first window also takes what sorts after
    * now), then each ten times wider than the last, until one reaches the
    * plan's start time or spans ~19 years (the last takes all that is left).
@@ -347,9 +401,10 @@ export function createSnapshotPaging(
    * of them (a minute wide again: a gap costs no round trips that find
    * nothing) and stop at the oldest.
    */
-  async function* scanWindows(plan: ReadPlan, start: bigint, signal: AbortSignal): AsyncGenerator<string[]> {
+  async function* scanWindows(plan: ReadPlan, start: bigint, signal: AbortSignal): AsyncGenerator<ScanWindow> {
     let from = start;
     let oldest: bigint | undefined;
+    let requests = 0;
     let upper: bigint | undefined;
     for (let width = firstWindowUs; ; width *= 10n) {
       if (upper !== undefined && oldest === undefined) {
@@ -357,12 +412,13 @@ export function createSnapshotPaging(
         const span = await storedSpan(plan, upper, true, signal);
         if (span === null) return;
         oldest = span.oldest;
+        requests = span.requests;
         if (span.from < upper) [from, width] = [span.from, firstWindowUs];
       }
       const lower = from - width;
       const last =
         width >= widestWindowUs || (oldest !== undefined && lower <= oldest) || (plan.startTime !== undefined && lower <= plan.startTime);
-      yield [...(upper === undefined ? [] : [`sort_time < ${sqlInt(upper)}`]), ...(last ? [] : [`sort_time >= ${sqlInt(lower)}`])];
+      yield { window: [...(upper === undefined ? [] : [`sort_time < ${sqlInt(upper)}`]), ...(last ? [] : [`sort_time >= ${sqlInt(lower)}`])], last, requests };
       if (last) return;
       upper = lower;
     }
@@ -422,7 +478,8 @@ export function createSnapshotPaging(
     // once, where the scan found it (where it stood at the snapshot: its
     // first move since), as it is now (a match when it matches now).
     const { found, spentAt } = await unchangedScan(plan, snapshot, after, signal);
-    const changedNow = new Map((await changedSince(plan, snapshot, after, signal)).map((c) => [c.rkey, c]));
+    const since = await changedSince(plan, snapshot, after, signal);
+    const changedNow = new Map(since.changed.map((c) => [c.rkey, c]));
     if (signal.aborted) throw ReqlogError.cancelled();
     for (const row of found) {
       const current = changedNow.get(row.rkey);
@@ -466,9 +523,17 @@ export function createSnapshotPaging(
 
     // The unchanged matches, read whole (one may have changed or gone since
     // the scan: it is left out when gone or when it no longer matches, as it
-    // would be among the changed records).
-    const unchanged = matched.filter((m) => !m.changed).map((m) => m.requestId);
-    const whole = new Map((await records.byIds(plan.appId, unchanged, planFilters(plan), signal)).map((r) => [r.request_id, r]));
+    // would be among the changed records). When no version past the snapshot
+    // was stored by the time the changes were looked for, the rows the scan
+    // read are still the latest: no second read of their granules.
+    const scanned = (m: Candidate) => (since.none ? (m as ScanRow).row : undefined);
+    const whole = new Map<string, RequestRow>();
+    for (const m of matched) {
+      const row = m.changed ? undefined : scanned(m);
+      if (row) whole.set(row.request_id, row);
+    }
+    const unread = matched.filter((m) => !m.changed && !whole.has(m.requestId)).map((m) => m.requestId);
+    for (const r of await records.byIds(plan.appId, unread, planFilters(plan), signal)) whole.set(r.request_id, r);
     let kept = matched.filter((m) => m.changed ?? whole.has(m.requestId));
     const rowOf = (m: Candidate) => m.changed ?? whole.get(m.requestId)!;
     // At most a page's bytes: the page ends before the first record that does not fit.

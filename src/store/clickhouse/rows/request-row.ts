@@ -311,12 +311,19 @@ export const startTimeSql = `if(bitAnd(set_fields, 1) = 1, ${endTimeSql} - laten
 const lineTime = `toDateTime(intDiv(if(${endTimeSql} > 0, ${endTimeSql}, ${startTimeSql}), 1000000), 'UTC')`;
 const orDash = (column: string) => `if(${column} = '', '-', ${column})`;
 
-/** A row's combined line in SQL: the column, or (when "") the line formatCombined derives. */
-export const combinedSql = `if(combined != '', combined, concat(
-  ${orDash(ipSql)}, ' - - [', formatDateTime(${lineTime}, '%d/'), ${months}[toMonth(${lineTime})],
-  formatDateTime(${lineTime}, '/%Y:%H:%M:%S +0000'), '] "', method, ' ', resource,
+/**
+ * A row's combined line in SQL: the column, or (when "") the line
+ * formatCombined derives; `time: false` leaves the derived line's time out
+ * (`[]`), for a search of text that cannot lie in it (plan-sql.ts).
+ */
+export const combinedLineSql = ({ time }: { time: boolean }) => `if(combined != '', combined, concat(
+  ${orDash(ipSql)}, ' - - [', ${time ? `formatDateTime(${lineTime}, '%d/'), ${months}[toMonth(${lineTime})],
+  formatDateTime(${lineTime}, '/%Y:%H:%M:%S +0000'), ` : ""}'] "', method, ' ', resource,
   if(http_version = '', '', concat(' ', http_version)), '" ', toString(status), ' ', toString(response_size),
   ' "', ${orDash("referrer")}, '" "', ${orDash("user_agent")}, '"'))`;
+
+/** A row's combined line in SQL: the column, or (when "") the line formatCombined derives. */
+export const combinedSql = combinedLineSql({ time: true });
 
 /** The key of a request in maps: app and request id. */
 export const requestKey = (app: string, requestId: string) => `${app}\u0000${requestId}`;
