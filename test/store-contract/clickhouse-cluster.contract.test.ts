@@ -10,8 +10,8 @@ import { openAlternating } from "./alternating-backend.js";
 import { clickhouseRuns, describeStoreContract, reopenable } from "./contract.js";
 
 // Starting ClickHouse and ZooKeeper may first install them (apt-get): minutes on a fresh machine.
-// The paging property (100 runs of distributed inserts and reads) takes about a minute alone and
-// more than two beside the rest of the suite on two busy cores: the timeout guards against a hang.
+// The paging property (30 runs of distributed inserts and reads) takes minutes, over six at load 15
+// beside other work: the timeout guards against a hang.
 vi.setConfig({ hookTimeout: 600_000, testTimeout: 600_000 });
 
 const database = `reqlog_cluster_${process.pid}`;
