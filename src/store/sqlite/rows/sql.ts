@@ -28,10 +28,12 @@ const text = (column: string) => `(SELECT text FROM strings WHERE id = r.${colum
  * StoredRow, strings as text) and the columns of its search document
  * (search-doc.ts).
  */
-export const storedRowSql = `SELECT r.id, r.app_key, r.version_key, r.has_record, r.finished, r.sort_time, r.record_bytes,
+export const storedRowColumnsSql = `r.id, r.app_key, r.version_key, r.has_record, r.finished, r.sort_time, r.record_bytes,
   r.line_count, r.line_bytes, coalesce(${text("url_map_entry")}, '') AS url_map_entry, ${resourceSql} AS resource, r.status, r.latency,
   r.response_size, ${ipTextSql} AS ip, ${text("user_agent")} AS user_agent,
   r.nickname, r.combined, r.referrer AS referrer_key, r.user_agent AS user_agent_key`;
+/** The same, as a SELECT of `requests r` to go on with FROM (a write and retention read rows by it). */
+export const storedRowSql = `SELECT ${storedRowColumnsSql}`;
 
 /** The last change sequence number committed. */
 export const currentSeqSql = "SELECT value FROM meta WHERE key = 'seq'";

@@ -4,7 +4,7 @@ import type { DeletePlan } from "../../../query/delete-plan.js";
 import { compileRegex } from "../../../query/regex-cache.js";
 import { combinedLineOf, combinedMatchArgsSql } from "../read/combined-match.js";
 import type { SearchDocColumns, SearchIndex } from "../rows/search-doc.js";
-import { currentSeqSql, storedRowSql } from "../rows/sql.js";
+import { currentSeqSql, storedRowColumnsSql } from "../rows/sql.js";
 import { ipOffset, stringColumns } from "../rows/stored-record.js";
 import { searchedKind, type Strings } from "../rows/strings.js";
 import { throwIfCancelled } from "../storage-error.js";
@@ -52,7 +52,7 @@ export interface RequestEraser {
 /** The request columns that hold a key of a `strings` entry. */
 const keyColumns = stringColumns.map(([column]) => column);
 
-/** What a row to delete is selected with (after storedRowSql's columns): the keys of the strings it uses. */
+/** What a row to delete is selected with (after storedRowColumnsSql): the keys of the strings it uses. */
 export const leftoverColumnsSql = keyColumns.map((c) => `r.${c} AS ${c}_key`).join(", ");
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -139,7 +139,7 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
     // The row again at its deletion, in one look-up: what it is matched on, then what deleting it needs (ErasedRow).
     const width = one.columns().length;
     const full = db
-      .prepare(`SELECT ${columns}, ${storedRowSql.slice("SELECT ".length)}, ${keyList} FROM requests r WHERE r.id = ? AND ${where.join(" AND ")}`)
+      .prepare(`SELECT ${columns}, ${storedRowColumnsSql}, ${keyList} FROM requests r WHERE r.id = ? AND ${where.join(" AND ")}`)
       .raw()
       .safeIntegers(true);
     const names = full.columns().map((c) => c.name);
