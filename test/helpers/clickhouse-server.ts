@@ -9,6 +9,9 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickhouse/client";
+import { migrate } from "../../src/store/clickhouse/migrate.js";
+import { createSqlClient } from "../../src/store/clickhouse/sql-client.js";
+import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
 import { freePort, startLocalProcess, withDebianPackage } from "./local-process.js";
 
 export interface ClickHouseServer {
@@ -148,4 +151,17 @@ export async function startClickHouse(options: ClickHouseServerOptions = {}): Pr
     dataPath: join(dir, "data"),
     stop: () => shutdown("SIGTERM"),
   };
+}
+
+/**
+ * A database as an older build left it: `name` made by the migrations up to
+ * `version` only, then the rows of `tables` copied from `source` (written by
+ * today's backend; the tables whose columns the later migrations keep).
+ */
+export async function olderDatabase(server: ClickHouseServer, name: string, version: number, source: string, tables: readonly string[]): Promise<void> {
+  await server.client.command({ query: `CREATE DATABASE ${name}` });
+  const client = createClient({ url: server.url, database: name, log: { level: ClickHouseLogLevel.OFF } });
+  await migrate(createSqlClient(client), createTableLayout(name), version);
+  await client.close();
+  for (const table of tables) await server.client.command({ query: `INSERT INTO ${name}.${table} SELECT * FROM ${source}.${table}` });
 }

@@ -1,7 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import RE2 from "re2";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { LogLineSchema, LogReadRequestSchema, LogUsageRequestSchema, type RequestLog, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
 import { createOffsetCodec } from "../../src/query/offset-codec.js";
@@ -12,14 +11,12 @@ import { Code } from "../../src/reqlog-error.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
 import { formatCombined } from "../../src/format/combined-line.js";
 import { clickhouseRegex } from "../../src/store/clickhouse/read/clickhouse-regex.js";
-import { migrate } from "../../src/store/clickhouse/migrate.js";
 import { combinedColumn, combinedSql, recordColumns } from "../../src/store/clickhouse/rows/request-row.js";
-import { createSqlClient, type SqlClient } from "../../src/store/clickhouse/sql-client.js";
+import type { SqlClient } from "../../src/store/clickhouse/sql-client.js";
 import { sqlString } from "../../src/store/clickhouse/rows/sql-literal.js";
-import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
-import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { type ClickHouseServer, olderDatabase, startClickHouse } from "../helpers/clickhouse-server.js";
 import { isScan, queryCounter } from "../helpers/query-counter.js";
 import { openAlternating } from "./alternating-backend.js";
 import { clickhouseRuns, describeStoreContract, reopenable } from "./contract.js";
@@ -466,11 +463,7 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
     let b: Awaited<ReturnType<typeof openClickHouseBackend>> | undefined;
     try {
       await a.store.write(first, signal);
-      await server.client.command({ query: `CREATE DATABASE ${old}` });
-      const client = createClient({ url: server.url, database: old, log: { level: ClickHouseLogLevel.OFF } });
-      await migrate(createSqlClient(client), createTableLayout(old), 1);
-      await client.close();
-      for (const table of rowTables) await server.client.command({ query: `INSERT INTO ${old}.${table} SELECT * FROM ${source}.${table}` });
+      await olderDatabase(server, old, 1, source, rowTables);
       const columnsOf = async () =>
         (await query<{ name: string }>(`SELECT name FROM system.columns WHERE database = '${old}' AND table = 'request_changes'`)).map((c) => c.name);
       expect(await columnsOf()).toContain("share_requests");

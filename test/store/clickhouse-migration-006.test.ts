@@ -1,6 +1,5 @@
 import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { LogLineSchema, LogReadRequestSchema, LogUsageRequestSchema, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { parseIpRange } from "../../src/domain/ip-range.js";
 import { defaultLimits } from "../../src/limits.js";
@@ -9,14 +8,11 @@ import { planRead } from "../../src/query/read-plan.js";
 import { planStats } from "../../src/query/stats-plan.js";
 import { planUsage } from "../../src/query/usage-plan.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
-import { migrate } from "../../src/store/clickhouse/migrate.js";
 import { columnNames } from "../../src/store/clickhouse/migrations/001-init.js";
 import { ipFromStored, ipSql, rkeySql, storedIp } from "../../src/store/clickhouse/rows/request-row.js";
 import { sqlString } from "../../src/store/clickhouse/rows/sql-literal.js";
-import { createSqlClient } from "../../src/store/clickhouse/sql-client.js";
-import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
-import { type ClickHouseServer, startClickHouse } from "../helpers/clickhouse-server.js";
+import { type ClickHouseServer, olderDatabase, startClickHouse } from "../helpers/clickhouse-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 
 vi.setConfig({ hookTimeout: 600_000, testTimeout: 360_000 });
@@ -92,11 +88,7 @@ describe("ClickHouse migration 006 (the column diet)", () => {
       await a.store.write(first, signal);
       // The database as 003 left it, with the rows a writer of 003 stored:
       // today's rows with rkey and ip in their whole forms.
-      await server.client.command({ query: `CREATE DATABASE ${old}` });
-      const client = createClient({ url: server.url, database: old, log: { level: ClickHouseLogLevel.OFF } });
-      await migrate(createSqlClient(client), createTableLayout(old), 3);
-      await client.close();
-      for (const table of rowTables) await server.client.command({ query: `INSERT INTO ${old}.${table} SELECT * FROM ${source}.${table}` });
+      await olderDatabase(server, old, 3, source, rowTables);
       const whole = columnNames.map((c) => (c === "rkey" ? rkeySql : c === "ip" ? ipSql : c));
       await server.client.command({ query: `INSERT INTO ${old}.requests SELECT ${whole.join(", ")} FROM ${source}.requests` });
       expect(await query(`SELECT count() AS n FROM ${old}.requests WHERE rkey = 0 OR length(ip) = 5`)).toEqual([{ n: "0" }]);
