@@ -85,7 +85,8 @@ export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: str
  * `search_indexed` (meta) has its document, and no row after it: a Read
  * takes those as candidates whatever its pattern (snapshot-paging.ts), and
  * `catchUp` indexes them, in the transaction that moves the mark (done by
- * the group commit once enough are behind, or when writes pause). A row
+ * a job of the group commit once enough are behind, or when writes pause:
+ * write/search-catch-up.ts). A row
  * after the mark that is rewritten or deleted needs nothing done: its
  * document is made from what it holds when it is indexed.
  */
@@ -121,13 +122,17 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
      * whose record came (`nextId`: above every row id given out so far).
      */
     add,
-    /** Indexes every row of a record after the mark, up to `lastId` (the last row id given out), and moves the mark. */
-    catchUp(lastId: bigint): void {
-      if (lastId <= indexedUpTo) return;
-      behind ??= db.prepare(`${searchDocSql} FROM requests r WHERE r.id > ? AND r.has_record = 1 ORDER BY r.id`).safeIntegers(true);
-      for (const row of behind.all(indexedUpTo) as SearchDocColumns[]) add(row, lastId + 1n);
-      stmt.mark.run(lastId);
-      indexedUpTo = lastId;
+    /**
+     * Indexes every row of a record after the mark, up to `upTo` (by default
+     * `lastId`, the last row id given out), and moves the mark there.
+     */
+    catchUp(lastId: bigint, upTo = lastId): void {
+      const to = upTo < lastId ? upTo : lastId;
+      if (to <= indexedUpTo) return;
+      behind ??= db.prepare(`${searchDocSql} FROM requests r WHERE r.id > ? AND r.id <= ? AND r.has_record = 1 ORDER BY r.id`).safeIntegers(true);
+      for (const row of behind.all(indexedUpTo, to) as SearchDocColumns[]) add(row, lastId + 1n);
+      stmt.mark.run(to);
+      indexedUpTo = to;
     },
     /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
     replace(old: SearchDocColumns, now: SearchDocColumns): void {
@@ -162,9 +167,10 @@ export interface SearchIndex {
    */
   add(row: SearchDocColumns, nextId: bigint): void;
   /**
-   * Indexes every row of a record after the mark, up to `lastId` (the last row id given out), and moves the mark.
+   * Indexes every row of a record after the mark, up to `upTo` (by default
+   * `lastId`, the last row id given out), and moves the mark there.
    */
-  catchUp(lastId: bigint): void;
+  catchUp(lastId: bigint, upTo?: bigint): void;
   /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
   replace(old: SearchDocColumns, now: SearchDocColumns): void;
   remove(row: SearchDocColumns): void;
