@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { createStopGramsWriter, type StopGramRule, type StopGrams } from "./stop-grams.js";
 import { fieldColumns, ipFromSql } from "./stored-record.js";
 import { searchDocSql, searchIndexedSql } from "./sql.js";
-import { addTrigrams, type Gram, gramToken } from "./trigram.js";
+import { distinctGrams, type Gram, gramToken, writeAsciiGramToken } from "./trigram.js";
 
 /** The stored columns a request's search document is made from (and its row id). */
 export interface SearchDocColumns {
@@ -51,26 +51,41 @@ export const entryToken = (key: number | bigint) => `s${key.toString(16)}`;
  *
  * Returns the document's tokens, and the trigrams its text has.
  */
-export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: ReadonlySet<Gram> } {
-  const grams = new Set<Gram>();
-  if (row.combined !== null) {
-    addTrigrams(row.combined, grams);
-  } else {
-    addTrigrams(ipFromSql(row.ip), grams);
-    if (row.nickname !== null) addTrigrams(row.nickname, grams);
-    addTrigrams(row.resource, grams);
-  }
-  let tokens = "";
+export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: readonly Gram[] } {
+  const grams = distinctGrams(
+    row.combined !== null
+      ? [row.combined]
+      : row.nickname !== null ? [ipFromSql(row.ip), row.nickname, row.resource] : [ipFromSql(row.ip), row.resource],
+  );
+  // Written into one buffer as latin1 (every token is ASCII): no string per gram, none joined per token. A
+  // token takes at most 25 bytes with its space (a gram of three 4-byte code points), an entry's 18.
+  const room = grams.length * 25 + 2 * 18;
+  if (tokenBuffer.length < room) tokenBuffer = Buffer.allocUnsafe(2 * room);
+  const buf = tokenBuffer;
+  let at = 0;
+  const put = (token: string) => {
+    if (at > 0) buf[at++] = space;
+    at += buf.write(token, at, "latin1");
+  };
   for (const gram of grams) {
     if (stop.stopped(gram, row.id)) continue;
-    tokens = tokens === "" ? gramToken(gram) : `${tokens} ${gramToken(gram)}`;
+    if (typeof gram !== "number") {
+      put(gramToken(gram));
+      continue;
+    }
+    if (at > 0) buf[at++] = space;
+    at = writeAsciiGramToken(buf, at, gram);
   }
   if (row.combined === null) {
-    if (row.referrer_key !== null) tokens = tokens === "" ? entryToken(row.referrer_key) : `${tokens} ${entryToken(row.referrer_key)}`;
-    if (row.user_agent_key !== null) tokens = tokens === "" ? entryToken(row.user_agent_key) : `${tokens} ${entryToken(row.user_agent_key)}`;
+    if (row.referrer_key !== null) put(entryToken(row.referrer_key));
+    if (row.user_agent_key !== null) put(entryToken(row.user_agent_key));
   }
-  return { tokens, grams };
+  return { tokens: buf.toString("latin1", 0, at), grams };
 }
+
+const space = 0x20;
+/** Where searchDoc writes a document's tokens (grown as needed). */
+let tokenBuffer = Buffer.allocUnsafe(4096);
 
 /**
  * The search index as writes keep it, inside their transaction: a row's
