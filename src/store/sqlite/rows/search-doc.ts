@@ -49,7 +49,8 @@ export const entryToken = (key: number | bigint) => `s${key.toString(16)}`;
  * may lie in them requires nothing of the index (search-query.ts), and
  * neither are the stop grams of the row's id (stop-grams.ts).
  *
- * Returns the document's tokens, and the trigrams its text has.
+ * Returns the document's tokens, and the trigrams its text has (valid
+ * until the next document is made).
  */
 export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: readonly Gram[] } {
   const grams = distinctGrams(

@@ -51,21 +51,24 @@ export function addTrigrams(text: string, grams: Set<Gram>): void {
 /** distinctGrams' table: the stamp of the last document each ASCII gram was seen in (4 MB, made when first used). */
 let seen: Uint16Array | undefined;
 let stamp = 0;
+/** distinctGrams' answer, reused. */
+const grams: Gram[] = [];
 
 /**
  * The distinct trigrams of a document's texts together, in the order they
  * first occur (the order addTrigrams gives with one Set for them all), as
  * the search index's writer makes every document: an ASCII gram is marked
  * seen in a table of every possible one, stamped per document, not put in
- * a Set (a Set per document was half of a document's cost).
+ * a Set (a Set per document was half of a document's cost). The array
+ * returned is the same every call: valid until the next one.
  */
-export function distinctGrams(texts: readonly string[]): Gram[] {
+export function distinctGrams(texts: readonly string[]): readonly Gram[] {
   seen ??= new Uint16Array(1 << 21);
   if (++stamp > 0xffff) {
     seen.fill(0);
     stamp = 1;
   }
-  const grams: Gram[] = [];
+  grams.length = 0;
   let others: Set<Gram> | undefined;
   for (const text of texts) {
     const n = text.length;
