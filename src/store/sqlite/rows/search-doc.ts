@@ -101,7 +101,8 @@ let tokenBuffer = Buffer.allocUnsafe(4096);
  * `search_indexed` (meta) has its document, and no row after it: a Read
  * takes those as candidates whatever its pattern (snapshot-paging.ts), and
  * `catchUp` indexes them, in the transaction that moves the mark (done by
- * the group commit once enough are behind, or when writes pause). A row
+ * a job of the group commit once enough are behind, or when writes pause:
+ * write/search-catch-up.ts). A row
  * after the mark that is rewritten or deleted needs nothing done: its
  * document is made from what it holds when it is indexed. What the writes
  * stored in such rows is kept (`written`), so that `catchUp` reads back only
@@ -143,19 +144,24 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
      * whose record came (`nextId`: above every row id given out so far).
      */
     add,
-    /** Indexes every row of a record after the mark, up to `lastId` (the last row id given out), and moves the mark. */
-    catchUp(lastId: bigint): void {
-      if (lastId <= indexedUpTo) return;
+    /**
+     * Indexes every row of a record after the mark, up to `upTo` (by default
+     * `lastId`, the last row id given out), and moves the mark there.
+     */
+    catchUp(lastId: bigint, upTo = lastId): void {
+      const to = upTo < lastId ? upTo : lastId;
+      if (to <= indexedUpTo) return;
       behind ??= {
-        ids: db.prepare("SELECT r.id FROM requests r WHERE r.id > ? AND r.has_record = 1 ORDER BY r.id").pluck().safeIntegers(true),
+        ids: db.prepare("SELECT r.id FROM requests r WHERE r.id > ? AND r.id <= ? AND r.has_record = 1 ORDER BY r.id").pluck().safeIntegers(true),
         row: db.prepare(`${searchDocSql} FROM requests r WHERE r.id = ?`).safeIntegers(true),
       };
-      for (const id of behind.ids.all(indexedUpTo) as bigint[]) {
+      for (const id of behind.ids.all(indexedUpTo, to) as bigint[]) {
         add(written.get(Number(id)) ?? (behind.row.get(id) as SearchDocColumns), lastId + 1n);
       }
-      written.clear();
-      stmt.mark.run(lastId);
-      indexedUpTo = lastId;
+      if (to === lastId) written.clear();
+      else for (const id of written.keys()) if (id <= to) written.delete(id);
+      stmt.mark.run(to);
+      indexedUpTo = to;
     },
     /**
      * Notes the document columns a write stored in a row after the mark (a
@@ -199,9 +205,10 @@ export interface SearchIndex {
    */
   add(row: SearchDocColumns, nextId: bigint): void;
   /**
-   * Indexes every row of a record after the mark, up to `lastId` (the last row id given out), and moves the mark.
+   * Indexes every row of a record after the mark, up to `upTo` (by default
+   * `lastId`, the last row id given out), and moves the mark there.
    */
-  catchUp(lastId: bigint): void;
+  catchUp(lastId: bigint, upTo?: bigint): void;
   /**
    * Notes the document columns a write stored in a row after the mark (a
    * record inserted, or written over a row's), for `catchUp`. A row the
