@@ -2,11 +2,12 @@
  * Write→Tail latency: a record written over gRPC, until a Tail follower
  * receives it, against the Write round trip alone as the baseline.
  *   npm run bench:tail -- [writes]     (default 2000)
- *   npm run bench:tail -- [writes] --during-import LINES
+ *   npm run bench:tail -- [writes] --during-import LINES [--import-batch N]
  * With --during-import, the server is `reqlog serve` in its own process
  * (default flags) and `reqlog import` of an nginx log of LINES lines of
  * forge traffic runs beside the writes, in a process of its own: Tail's
- * latency while a bulk import runs.
+ * latency while a bulk import runs; --import-batch is the import's --batch
+ * (lines per Ingest batch, default 1000).
  */
 import { spawn } from "node:child_process";
 import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
@@ -25,6 +26,8 @@ import { benchDbPath, benchStart, loadBackend } from "./load.js";
 const writes = Number(process.argv[2] ?? 2000);
 const importFlag = process.argv.indexOf("--during-import");
 const importLines = importFlag > 0 ? Number(process.argv[importFlag + 1] ?? 300_000) : 0;
+const batchFlag = process.argv.indexOf("--import-batch");
+const importBatch = batchFlag > 0 ? Number(process.argv[batchFlag + 1]) : 1000;
 
 /** An nginx `combined` log of forge traffic in a new folder (as bench:import writes it). */
 async function writeAccessLog(lines: number): Promise<string> {
@@ -50,7 +53,7 @@ async function serve(): Promise<{ address: string; close: () => Promise<unknown>
   const log = await writeAccessLog(importLines);
   const server = await startChildServer(["--db", benchDbPath("tail-import"), "--listen", "127.0.0.1:0", "--http-listen", "off"]);
   const started = performance.now();
-  const child = spawn(process.execPath, [mainScript, "import", "--server", server.address, "--app", "forge", "--json", log], { stdio: ["ignore", "ignore", "inherit"] });
+  const child = spawn(process.execPath, [mainScript, "import", "--server", server.address, "--app", "forge", "--batch", String(importBatch), "--json", log], { stdio: ["ignore", "ignore", "inherit"] });
   const importing = new Promise<number>((resolve) => child.once("close", () => resolve((performance.now() - started) / 1000)));
   // Let the import reach its pace before the first write.
   await new Promise((r) => setTimeout(r, 2000));
@@ -102,7 +105,7 @@ async function main() {
   await server.close();
   const p = (xs: number[], q: number) => percentile(xs, q).toFixed(2);
   if (importSeconds !== undefined) {
-    console.log(`while \`reqlog import\` stored ${importLines.toLocaleString()} nginx lines in ${importSeconds.toFixed(1)} s ` +
+    console.log(`while \`reqlog import --batch ${importBatch}\` stored ${importLines.toLocaleString()} nginx lines in ${importSeconds.toFixed(1)} s ` +
       `(${Math.round(importLines / importSeconds).toLocaleString()} lines/s; ${importStill ? "still importing when the last write was seen" : "it ended before the last write: use more lines"}):`);
   }
   console.log(`Write→Tail over ${writes} writes (one at a time, loopback):`);

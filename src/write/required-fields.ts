@@ -6,6 +6,8 @@ const LEGACY_REQUIRED = 3;
 interface Shape {
   /** Required fields that are not messages. */
   required: DescField[];
+  /** Their names as `allowMissing` names them (`type.field`), made once. */
+  qualified: string[];
   /** Message and repeated-message fields, walked into. */
   nested: DescField[];
 }
@@ -15,8 +17,10 @@ const shapes = new WeakMap<DescMessage, Shape>();
 function shapeOf(schema: DescMessage): Shape {
   let shape = shapes.get(schema);
   if (!shape) {
+    const required = schema.fields.filter((f) => f.presence === LEGACY_REQUIRED && f.fieldKind !== "message");
     shape = {
-      required: schema.fields.filter((f) => f.presence === LEGACY_REQUIRED && f.fieldKind !== "message"),
+      required,
+      qualified: required.map((f) => `${schema.typeName}.${f.name}`),
       nested: schema.fields.filter(
         (f) => f.fieldKind === "message" || (f.fieldKind === "list" && f.listKind === "message"),
       ),
@@ -42,13 +46,14 @@ export function missingRequiredFields(
   allowMissing: ReadonlySet<string> = new Set(),
   prefix = "",
 ): string[] {
+  // Nearly every message has them all: found so without making a path.
+  if (complete(schema, message, allowMissing)) return [];
   const missing: string[] = [];
   const values = message as unknown as Record<string, unknown>;
-  const { required, nested } = shapeOf(schema);
-  for (const field of required) {
-    if (!Object.hasOwn(values, field.localName) && !allowMissing.has(`${schema.typeName}.${field.name}`)) {
-      missing.push(prefix + field.name);
-    }
+  const { required, qualified, nested } = shapeOf(schema);
+  for (let i = 0; i < required.length; i++) {
+    const field = required[i]!;
+    if (!Object.hasOwn(values, field.localName) && !allowMissing.has(qualified[i]!)) missing.push(prefix + field.name);
   }
   for (const field of nested) {
     const value = values[field.localName];
@@ -63,6 +68,26 @@ export function missingRequiredFields(
     }
   }
   return missing;
+}
+
+/** Whether missingRequiredFields finds none. */
+function complete(schema: DescMessage, message: Message, allowMissing: ReadonlySet<string>): boolean {
+  const values = message as unknown as Record<string, unknown>;
+  const { required, qualified, nested } = shapeOf(schema);
+  for (let i = 0; i < required.length; i++) {
+    if (!Object.hasOwn(values, required[i]!.localName) && !allowMissing.has(qualified[i]!)) return false;
+  }
+  for (const field of nested) {
+    const value = values[field.localName];
+    if (field.fieldKind === "list") {
+      for (const item of value as Message[]) if (!complete(field.message!, item, allowMissing)) return false;
+    } else if (value !== undefined && Object.hasOwn(values, field.localName)) {
+      if (!complete(field.message!, value as Message, allowMissing)) return false;
+    } else if (field.presence === LEGACY_REQUIRED) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** The one message for required fields a request left unset (paths as missingRequiredFields gives them). */

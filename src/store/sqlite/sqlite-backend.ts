@@ -21,6 +21,7 @@ import { createSqliteTokens } from "./sqlite-tokens.js";
 import { createSearchIndex } from "./rows/search-doc.js";
 import type { StopGramRule } from "./rows/stop-grams.js";
 import { createStrings } from "./rows/strings.js";
+import { createSearchCatchUp } from "./write/search-catch-up.js";
 import { createWriteBatcher } from "./write/write-batcher.js";
 import { createWriteTransaction, groupWrites } from "./write/write-transaction.js";
 
@@ -39,12 +40,9 @@ export interface SqliteBackendOptions {
   stopGrams?: StopGramRule;
   /** What one request may hold of app lines (default: the limits' defaults). */
   requestLines?: RequestLineCap;
-  /** Rows behind the search index's mark that make the group commit index them (write-transaction.ts). */
+  /** Rows behind the search index's mark that make a catch-up index them (search-catch-up.ts). */
   searchCatchUp?: number;
 }
-
-/** How long rows may wait for their search documents when writes pause (ms). */
-const searchIdleMs = 1000;
 
 /** The SQLite backend, with its raw handle for the CLI and for tests that look at rows. */
 export interface SqliteBackend extends Backend {
@@ -69,21 +67,13 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const search = createSearchIndex(db, options.stopGrams);
   const rollups = createRollups(db);
   const changeLog = createChangeLog(db);
-  let catchUpTimer: NodeJS.Timeout | undefined;
   const notes = createCommittedWrites();
   const batcher = createWriteBatcher(
     db,
     () => {
       notes.commit();
       for (const listener of listeners) listener();
-      // Rows written and not yet indexed are indexed soon even if no more writes come.
-      if (catchUpTimer === undefined && search.behind(changeLog.last()) > 0n) {
-        catchUpTimer = setTimeout(() => {
-          catchUpTimer = undefined;
-          change(() => search.catchUp(changeLog.last()), new AbortController().signal).catch(() => {});
-        }, searchIdleMs);
-        catchUpTimer.unref();
-      }
+      catchUp.afterCommit();
     },
     () => {
       notes.abort();
@@ -92,9 +82,10 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       search.forget();
       rollups.discard();
     },
-    groupWrites(rollups, changeLog, search, options.searchCatchUp),
+    groupWrites(rollups, changeLog),
   );
   const change = createWriteTransaction({ batcher, keys, strings, search, rollups, notes });
+  const catchUp = createSearchCatchUp(search, changeLog, change, options.searchCatchUp);
   const eraser = createRequestEraser({ db, change, rollups, search, strings });
   const workers = options.readWorkers ?? defaultReadWorkers;
   const readPool = workers > 0 && !db.memory ? createReadPool(db.name, workers, options.searchIndex) : undefined;
@@ -123,7 +114,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       return bytes;
     },
     async close() {
-      clearTimeout(catchUpTimer);
+      catchUp.stop();
       batcher.drain();
       await readPool?.close();
       db.close();

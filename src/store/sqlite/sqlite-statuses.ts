@@ -4,7 +4,7 @@ import { InstanceStatusSchema } from "../../../gen/reqlog/v1/log_service_pb.js";
 import type { Clock } from "../../clock.js";
 import type { StatusStore } from "../store.js";
 import { guarded } from "./storage-error.js";
-import type { WriteBatcher } from "./write/write-batcher.js";
+import { noRequests, type WriteBatcher } from "./write/write-batcher.js";
 
 type Row = Record<string, unknown>;
 
@@ -30,7 +30,7 @@ export function createSqliteStatuses(db: Database.Database, batcher: WriteBatche
       return guarded(signal, () =>
         batcher.run(() => {
           stmt.setStatus.run(instance.appId, instance.moduleId, instance.versionId, instance.instanceId, status, now());
-        }, signal),
+        }, signal, { requests: noRequests }),
       );
     },
     listStatus(filter, signal) {

@@ -1,16 +1,32 @@
 import type Database from "better-sqlite3";
 import type { Clock } from "../../clock.js";
+import type { PreparedRecord, RequestLines } from "../../domain/records.js";
 import type { CommittedWrites } from "../committed-writes.js";
 import type { Store, WriteResult } from "../store.js";
 import { decodePosition, encodePosition } from "./read/cursor.js";
 import type { ReadPool } from "./read/read-pool.js";
 import type { EraseRequests } from "./write/request-eraser.js";
 import type { RequestWriter } from "./write/request-writer.js";
+import { requestKey, type WriteOptions } from "./write/write-batcher.js";
 import type { RunChange } from "./write/write-transaction.js";
 import type { SqliteReader } from "./read/sqlite-reader.js";
 import { createStatsReader, readsFewRows } from "./stats/sqlite-stats.js";
 import { createUsageReader } from "./read/sqlite-usage.js";
 import { guarded, throwIfCancelled } from "./storage-error.js";
+
+/** How a write is queued in the group commit (write-batcher.ts): its weight and the requests it names. */
+function queuedAs(records: readonly PreparedRecord[], flushes: readonly RequestLines[]): WriteOptions {
+  let weight = records.length;
+  for (const r of records) weight += r.lines.length;
+  for (const f of flushes) weight += f.lines.length;
+  return {
+    weight,
+    *requests() {
+      for (const r of records) yield requestKey(r.log.appId, r.log.requestId);
+      for (const f of flushes) yield requestKey(f.request.appId, f.request.requestId);
+    },
+  };
+}
 
 export interface SqliteStoreParts {
   db: Database.Database;
@@ -40,26 +56,34 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
 
   return {
     write(records, signal) {
-      return change((): WriteResult => {
-        const at = now();
-        let lines = 0;
-        for (const record of records) lines += writer.writeRecord(record, at);
-        return { records: records.length, lines };
-      }, signal);
+      return change(
+        (): WriteResult => {
+          const at = now();
+          let lines = 0;
+          for (const record of records) lines += writer.writeRecord(record, at);
+          return { records: records.length, lines };
+        },
+        signal,
+        queuedAs(records, []),
+      );
     },
 
     ingest(records, flushes, signal) {
-      return change((): WriteResult => {
-        const at = now();
-        let lines = 0;
-        for (const record of records) lines += writer.writeRecord(record, at);
-        for (const f of flushes) lines += writer.flushLines(f.request, f.lines, at);
-        return { records: records.length, lines };
-      }, signal);
+      return change(
+        (): WriteResult => {
+          const at = now();
+          let lines = 0;
+          for (const record of records) lines += writer.writeRecord(record, at);
+          for (const f of flushes) lines += writer.flushLines(f.request, f.lines, at);
+          return { records: records.length, lines };
+        },
+        signal,
+        queuedAs(records, flushes),
+      );
     },
 
     flush(request, lines, signal) {
-      return change(() => writer.flushLines(request, lines, now()), signal);
+      return change(() => writer.flushLines(request, lines, now()), signal, queuedAs([], [{ request, lines }]));
     },
 
     read(plan, signal) {

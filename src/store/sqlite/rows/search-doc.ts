@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { createStopGramsWriter, type StopGramRule, type StopGrams } from "./stop-grams.js";
 import { fieldColumns, ipFromSql } from "./stored-record.js";
 import { searchDocSql, searchIndexedSql } from "./sql.js";
-import { addTrigrams, type Gram, gramToken } from "./trigram.js";
+import { distinctGrams, type Gram, gramToken, writeAsciiGramToken } from "./trigram.js";
 
 /** The stored columns a request's search document is made from (and its row id). */
 export interface SearchDocColumns {
@@ -49,28 +49,44 @@ export const entryToken = (key: number | bigint) => `s${key.toString(16)}`;
  * may lie in them requires nothing of the index (search-query.ts), and
  * neither are the stop grams of the row's id (stop-grams.ts).
  *
- * Returns the document's tokens, and the trigrams its text has.
+ * Returns the document's tokens, and the trigrams its text has (valid
+ * until the next document is made).
  */
-export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: ReadonlySet<Gram> } {
-  const grams = new Set<Gram>();
-  if (row.combined !== null) {
-    addTrigrams(row.combined, grams);
-  } else {
-    addTrigrams(ipFromSql(row.ip), grams);
-    if (row.nickname !== null) addTrigrams(row.nickname, grams);
-    addTrigrams(row.resource, grams);
-  }
-  let tokens = "";
+export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: readonly Gram[] } {
+  const grams = distinctGrams(
+    row.combined !== null
+      ? [row.combined]
+      : row.nickname !== null ? [ipFromSql(row.ip), row.nickname, row.resource] : [ipFromSql(row.ip), row.resource],
+  );
+  // Written into one buffer as latin1 (every token is ASCII): no string per gram, none joined per token. A
+  // token takes at most 25 bytes with its space (a gram of three 4-byte code points), an entry's 18.
+  const room = grams.length * 25 + 2 * 18;
+  if (tokenBuffer.length < room) tokenBuffer = Buffer.allocUnsafe(2 * room);
+  const buf = tokenBuffer;
+  let at = 0;
+  const put = (token: string) => {
+    if (at > 0) buf[at++] = space;
+    at += buf.write(token, at, "latin1");
+  };
   for (const gram of grams) {
     if (stop.stopped(gram, row.id)) continue;
-    tokens = tokens === "" ? gramToken(gram) : `${tokens} ${gramToken(gram)}`;
+    if (typeof gram !== "number") {
+      put(gramToken(gram));
+      continue;
+    }
+    if (at > 0) buf[at++] = space;
+    at = writeAsciiGramToken(buf, at, gram);
   }
   if (row.combined === null) {
-    if (row.referrer_key !== null) tokens = tokens === "" ? entryToken(row.referrer_key) : `${tokens} ${entryToken(row.referrer_key)}`;
-    if (row.user_agent_key !== null) tokens = tokens === "" ? entryToken(row.user_agent_key) : `${tokens} ${entryToken(row.user_agent_key)}`;
+    if (row.referrer_key !== null) put(entryToken(row.referrer_key));
+    if (row.user_agent_key !== null) put(entryToken(row.user_agent_key));
   }
-  return { tokens, grams };
+  return { tokens: buf.toString("latin1", 0, at), grams };
 }
+
+const space = 0x20;
+/** Where searchDoc writes a document's tokens (grown as needed). */
+let tokenBuffer = Buffer.allocUnsafe(4096);
 
 /**
  * The search index as writes keep it, inside their transaction: a row's
@@ -85,9 +101,14 @@ export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: str
  * `search_indexed` (meta) has its document, and no row after it: a Read
  * takes those as candidates whatever its pattern (snapshot-paging.ts), and
  * `catchUp` indexes them, in the transaction that moves the mark (done by
- * the group commit once enough are behind, or when writes pause). A row
+ * a job of the group commit once enough are behind, or when writes pause:
+ * write/search-catch-up.ts). A row
  * after the mark that is rewritten or deleted needs nothing done: its
- * document is made from what it holds when it is indexed.
+ * document is made from what it holds when it is indexed. What the writes
+ * stored in such rows is kept (`written`), so that `catchUp` reads back only
+ * their ids (reading the columns back was a quarter of its cost); a row it
+ * does not know of (written before a restart, or when a write failed and
+ * `forget` dropped them) is read.
  */
 export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRule): SearchIndex {
   const stop = createStopGramsWriter(db, stopGrams);
@@ -100,9 +121,11 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
     mark: db.prepare("UPDATE meta SET value = ? WHERE key = 'search_indexed'"),
   };
   // Prepared when first used: migration 006 indexes rows before `requests` has its present columns.
-  let behind: Database.Statement | undefined;
+  let behind: { ids: Database.Statement; row: Database.Statement } | undefined;
   stmt.start.run();
   let indexedUpTo = stmt.indexed.get() as bigint;
+  /** The document columns the writes stored in rows after the mark, by row id (`written`). */
+  const written = new Map<number, SearchDocColumns>();
 
   /** Indexes a row, and counts its grams for the stop grams, which may then stop some for rows from `nextId` on. */
   function add(row: SearchDocColumns, nextId: bigint): void {
@@ -121,13 +144,32 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
      * whose record came (`nextId`: above every row id given out so far).
      */
     add,
-    /** Indexes every row of a record after the mark, up to `lastId` (the last row id given out), and moves the mark. */
-    catchUp(lastId: bigint): void {
-      if (lastId <= indexedUpTo) return;
-      behind ??= db.prepare(`${searchDocSql} FROM requests r WHERE r.id > ? AND r.has_record = 1 ORDER BY r.id`).safeIntegers(true);
-      for (const row of behind.all(indexedUpTo) as SearchDocColumns[]) add(row, lastId + 1n);
-      stmt.mark.run(lastId);
-      indexedUpTo = lastId;
+    /**
+     * Indexes every row of a record after the mark, up to `upTo` (by default
+     * `lastId`, the last row id given out), and moves the mark there.
+     */
+    catchUp(lastId: bigint, upTo = lastId): void {
+      const to = upTo < lastId ? upTo : lastId;
+      if (to <= indexedUpTo) return;
+      behind ??= {
+        ids: db.prepare("SELECT r.id FROM requests r WHERE r.id > ? AND r.id <= ? AND r.has_record = 1 ORDER BY r.id").pluck().safeIntegers(true),
+        row: db.prepare(`${searchDocSql} FROM requests r WHERE r.id = ?`).safeIntegers(true),
+      };
+      for (const id of behind.ids.all(indexedUpTo, to) as bigint[]) {
+        add(written.get(Number(id)) ?? (behind.row.get(id) as SearchDocColumns), lastId + 1n);
+      }
+      if (to === lastId) written.clear();
+      else for (const id of written.keys()) if (id <= to) written.delete(id);
+      stmt.mark.run(to);
+      indexedUpTo = to;
+    },
+    /**
+     * Notes the document columns a write stored in a row after the mark (a
+     * record inserted, or written over a row's), for `catchUp`. A row the
+     * index covers is kept by `add` and `replace` instead.
+     */
+    written(row: SearchDocColumns): void {
+      if (row.id > indexedUpTo) written.set(Number(row.id), row);
     },
     /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
     replace(old: SearchDocColumns, now: SearchDocColumns): void {
@@ -143,6 +185,7 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
       stmt.remove.run(row.id, searchDoc(row, stop.current()).tokens);
     },
     forget(): void {
+      written.clear();
       stop.forget();
       indexedUpTo = stmt.indexed.get() as bigint;
     },
@@ -162,9 +205,16 @@ export interface SearchIndex {
    */
   add(row: SearchDocColumns, nextId: bigint): void;
   /**
-   * Indexes every row of a record after the mark, up to `lastId` (the last row id given out), and moves the mark.
+   * Indexes every row of a record after the mark, up to `upTo` (by default
+   * `lastId`, the last row id given out), and moves the mark there.
    */
-  catchUp(lastId: bigint): void;
+  catchUp(lastId: bigint, upTo?: bigint): void;
+  /**
+   * Notes the document columns a write stored in a row after the mark (a
+   * record inserted, or written over a row's), for `catchUp`. A row the
+   * index covers is kept by `add` and `replace` instead.
+   */
+  written(row: SearchDocColumns): void;
   /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
   replace(old: SearchDocColumns, now: SearchDocColumns): void;
   remove(row: SearchDocColumns): void;

@@ -48,6 +48,65 @@ export function addTrigrams(text: string, grams: Set<Gram>): void {
   for (let i = 0; i + 3 <= cps.length; i++) grams.add(gramOf(cps[i]! + cps[i + 1]! + cps[i + 2]!));
 }
 
+/** distinctGrams' table: the stamp of the last document each ASCII gram was seen in (4 MB, made when first used). */
+let seen: Uint16Array | undefined;
+let stamp = 0;
+/** distinctGrams' answer, reused. */
+const grams: Gram[] = [];
+
+/**
+ * The distinct trigrams of a document's texts together, in the order they
+ * first occur (the order addTrigrams gives with one Set for them all), as
+ * the search index's writer makes every document: an ASCII gram is marked
+ * seen in a table of every possible one, stamped per document, not put in
+ * a Set (a Set per document was half of a document's cost). The array
+ * returned is the same every call: valid until the next one.
+ */
+export function distinctGrams(texts: readonly string[]): readonly Gram[] {
+  seen ??= new Uint16Array(1 << 21);
+  if (++stamp > 0xffff) {
+    seen.fill(0);
+    stamp = 1;
+  }
+  grams.length = 0;
+  let others: Set<Gram> | undefined;
+  for (const text of texts) {
+    const n = text.length;
+    let ascii = true;
+    for (let i = 0; i < n; i++) {
+      if (!isAsciiCode(text.charCodeAt(i))) {
+        ascii = false;
+        break;
+      }
+    }
+    if (!ascii) {
+      // Rare: code points, as addTrigrams takes them; its ASCII grams are stamped as the others.
+      const set = new Set<Gram>();
+      addTrigrams(text, set);
+      for (const gram of set) {
+        if (typeof gram === "number") {
+          if (seen[gram] === stamp) continue;
+          seen[gram] = stamp;
+        } else {
+          others ??= new Set();
+          if (others.has(gram)) continue;
+          others.add(gram);
+        }
+        grams.push(gram);
+      }
+      continue;
+    }
+    if (n < 3) continue;
+    let gram = (text.charCodeAt(0) << 7) | text.charCodeAt(1);
+    for (let i = 2; i < n; i++) {
+      gram = ((gram << 7) & 0x1fffff) | text.charCodeAt(i);
+      if (seen[gram] === stamp) continue;
+      seen[gram] = stamp;
+      grams.push(gram);
+    }
+  }
+  return grams;
+}
 /** The distinct trigrams of a text, as text. */
 export function trigramsOf(text: string): string[] {
   const grams = new Set<Gram>();
@@ -58,6 +117,27 @@ export function trigramsOf(text: string): string[] {
 const hexDigits = Array.from({ length: 128 }, (_, c) => c.toString(16).padStart(2, "0"));
 /** Tokens of the ASCII grams met so far (at most 2^21 of them, 6 characters each). */
 const asciiTokens = new Map<number, string>();
+
+/** The hex digits of each ASCII code, as character codes: hexCodes[2c], hexCodes[2c + 1]. */
+const hexCodes = Uint8Array.from(hexDigits.join(""), (c) => c.charCodeAt(0));
+
+/**
+ * Writes an ASCII gram's token (gramToken) into `buf` at `at` (6 bytes,
+ * latin1), returning where it ends: a document's tokens are written into
+ * one buffer, with no string made per gram.
+ */
+export function writeAsciiGramToken(buf: Uint8Array, at: number, gram: number): number {
+  const a = (gram >> 14) << 1;
+  const b = ((gram >> 7) & 0x7f) << 1;
+  const c = (gram & 0x7f) << 1;
+  buf[at] = hexCodes[a]!;
+  buf[at + 1] = hexCodes[a + 1]!;
+  buf[at + 2] = hexCodes[b]!;
+  buf[at + 3] = hexCodes[b + 1]!;
+  buf[at + 4] = hexCodes[c]!;
+  buf[at + 5] = hexCodes[c + 1]!;
+  return at + 6;
+}
 
 /** A trigram's token in the index: the hex of its UTF-8 bytes (one word to FTS5's ascii tokenizer). */
 export function gramToken(gram: Gram): string {

@@ -218,7 +218,7 @@ export function createRequestEraser({ db, change, rollups, search, strings }: Re
         return { next: at, deleted };
       },
       signal,
-      true,
+      { alone: true },
     );
   }
 

@@ -5,14 +5,15 @@ import type { Strings } from "../rows/strings.js";
 import { guarded } from "../storage-error.js";
 import type { ChangeLog } from "./change-log.js";
 import type { Rollups } from "./rollups.js";
-import type { WriteBatcher } from "./write-batcher.js";
+import type { WriteBatcher, WriteOptions } from "./write-batcher.js";
 
 /**
  * Runs a write in the group commit (its own savepoint), its rollups and
- * change sequence kept with it; `alone`: a bulk job (a step of a Delete),
- * committed on its own after the writes queued with it (write-batcher.ts).
+ * change sequence kept with it; `options` say how it is queued: a bulk job
+ * (a step of a Delete) committed on its own, a heavy write, the requests it
+ * names (write-batcher.ts).
  */
-export type RunChange = <T>(work: () => T, signal: AbortSignal, alone?: boolean) => Promise<T>;
+export type RunChange = <T>(work: () => T, signal: AbortSignal, options?: WriteOptions) => Promise<T>;
 
 /** What a write's transaction keeps beside the rows it changes. */
 export interface WriteTransactionParts {
@@ -36,7 +37,7 @@ export interface WriteTransactionParts {
  * batcher's beforeCommit).
  */
 export function createWriteTransaction({ batcher, keys, strings, search, rollups, notes }: WriteTransactionParts): RunChange {
-  return (work, signal, alone) =>
+  return (work, signal, options) =>
     guarded(signal, () =>
       batcher.run(() => {
         const mark = notes.mark();
@@ -51,22 +52,14 @@ export function createWriteTransaction({ batcher, keys, strings, search, rollups
           search.forget();
           throw err;
         }
-      }, signal, alone),
+      }, signal, options),
     );
 }
 
-/**
- * Rows whose search documents are made together once this many ids have
- * been given out past the search index's mark (search-doc.ts), or sooner
- * when writes pause.
- */
-export const defaultSearchCatchUp = 4096;
-
 /** What a group commit writes once for all its writes, before its COMMIT. */
-export function groupWrites(rollups: Rollups, changeLog: ChangeLog, search: SearchIndex, catchUpAt = defaultSearchCatchUp): () => void {
+export function groupWrites(rollups: Rollups, changeLog: ChangeLog): () => void {
   return () => {
     rollups.flush();
-    if (search.behind(changeLog.last()) >= catchUpAt) search.catchUp(changeLog.last());
     changeLog.save();
   };
 }
