@@ -10,6 +10,7 @@ import { createVarintWriter } from "./varint.js";
  * the writer keeps them.
  */
 export function encodeHistogram(counts: ReadonlyMap<number, number> | Float64Array): Buffer {
+  if (counts instanceof Float64Array) return encodeDense(counts);
   const out = createVarintWriter();
   let previous = 0;
   const put = (bucket: number, count: number) => {
@@ -17,12 +18,35 @@ export function encodeHistogram(counts: ReadonlyMap<number, number> | Float64Arr
     out.uint(count);
     previous = bucket;
   };
-  if (counts instanceof Float64Array) {
-    for (let bucket = 0; bucket < counts.length; bucket++) if (counts[bucket]! > 0) put(bucket, counts[bucket]!);
-  } else {
-    for (const bucket of [...counts.keys()].sort((a, b) => a - b)) if (counts.get(bucket)! > 0) put(bucket, counts.get(bucket)!);
-  }
+  for (const bucket of [...counts.keys()].sort((a, b) => a - b)) if (counts.get(bucket)! > 0) put(bucket, counts.get(bucket)!);
   return out.done();
+}
+
+/** Where encodeDense writes (grown as needed): the writer encodes a cell's histogram every time it moves. */
+let scratch = new Uint8Array(0);
+
+/** Dense counts encoded as encodeHistogram does, written in place (no array of bytes to copy). */
+function encodeDense(counts: Float64Array): Buffer {
+  // A varint of a number below 2^53 takes at most 8 bytes: a bucket's step and its count, 16.
+  if (scratch.length < counts.length * 16) scratch = new Uint8Array(counts.length * 16);
+  const out = scratch;
+  let at = 0;
+  let previous = 0;
+  const uint = (n: number) => {
+    while (n >= 0x80) {
+      out[at++] = (n % 0x80) | 0x80;
+      n = Math.floor(n / 0x80);
+    }
+    out[at++] = n;
+  };
+  for (let bucket = 0; bucket < counts.length; bucket++) {
+    const count = counts[bucket]!;
+    if (!(count > 0)) continue;
+    uint(bucket - previous);
+    uint(count);
+    previous = bucket;
+  }
+  return Buffer.from(out.subarray(0, at));
 }
 
 /** Calls `visit` with each (bucket, count) of an encoded histogram, buckets ascending. */

@@ -15,7 +15,8 @@ export function createAppLookup(db: Database.Database): (appId: string) => numbe
  */
 export function createKeys(db: Database.Database): Keys {
   const appKeys = new Map<string, number>();
-  const versionKeys = new Map<string, number>();
+  /** By app key, module id, then version id: no name made a lookup. */
+  const versionKeys = new Map<number, Map<string, Map<string, number>>>();
   const stmt = {
     appKey: db.prepare(appKeySql).pluck(),
     insertApp: db.prepare("INSERT INTO apps (app_id) VALUES (?)"),
@@ -33,13 +34,16 @@ export function createKeys(db: Database.Database): Keys {
       return key;
     },
     version(app: number, moduleId: string, versionId: string): number {
-      const name = `${app}\u0000${moduleId}\u0000${versionId}`;
-      let key = versionKeys.get(name);
+      let modules = versionKeys.get(app);
+      if (modules === undefined) versionKeys.set(app, (modules = new Map()));
+      let versions = modules.get(moduleId);
+      if (versions === undefined) modules.set(moduleId, (versions = new Map()));
+      let key = versions.get(versionId);
       if (key === undefined) {
         key =
           (stmt.versionKey.get(app, moduleId, versionId) as number | undefined) ??
           Number(stmt.insertVersion.run(app, moduleId, versionId).lastInsertRowid);
-        versionKeys.set(name, key);
+        versions.set(versionId, key);
       }
       return key;
     },

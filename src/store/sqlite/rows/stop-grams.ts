@@ -77,8 +77,26 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
     insert: db.prepare("INSERT OR IGNORE INTO search_stopgrams (gram, since) VALUES (?, ?)"),
   };
   let since = loadSince(stmt.all);
+  /**
+   * The ASCII grams stopped, marked by number: nearly every gram of a
+   * document is not, and is found so without a lookup in `since`.
+   */
+  const marked = new Uint8Array(1 << 21);
+  const mark = (gram: Gram) => {
+    if (typeof gram === "number") marked[gram] = 1;
+  };
+  /** The stop grams of `since`, marked. */
+  const markedStopGrams = (): StopGrams => {
+    marked.fill(0);
+    for (const gram of since.keys()) mark(gram);
+    const lookedUp = stopGramsOf(since);
+    return {
+      stopped: (gram, id) => (typeof gram === "number" && marked[gram] === 0 ? false : lookedUp.stopped(gram, id)),
+      any: lookedUp.any,
+    };
+  };
+  let current = markedStopGrams();
   let counts = new Map<Gram, number>();
-  let current = stopGramsOf(since);
   let documents = 0;
   let seen = 0;
 
@@ -95,6 +113,7 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
         if (count > documents * rule.share && !since.has(gram)) {
           stmt.insert.run(gramText(gram), nextId);
           since.set(gram, nextId);
+          mark(gram);
         }
       }
       counts = new Map();
@@ -102,7 +121,7 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
     },
     forget(): void {
       since = loadSince(stmt.all);
-      current = stopGramsOf(since);
+      current = markedStopGrams();
       counts = new Map();
       documents = 0;
     },
