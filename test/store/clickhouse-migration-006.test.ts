@@ -1,4 +1,7 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
+import { ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LogLineSchema, LogReadRequestSchema, LogUsageRequestSchema, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { parseIpRange } from "../../src/domain/ip-range.js";
@@ -8,8 +11,7 @@ import { planRead } from "../../src/query/read-plan.js";
 import { planStats } from "../../src/query/stats-plan.js";
 import { planUsage } from "../../src/query/usage-plan.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
-import { columnNames } from "../../src/store/clickhouse/migrations/001-init.js";
-import { ipFromStored, ipSql, rkeySql, storedIp } from "../../src/store/clickhouse/rows/request-row.js";
+import { requestsRead, selectRequests, selectStoredAsWritten, storedIp } from "../../src/store/clickhouse/rows/request-row.js";
 import { sqlString } from "../../src/store/clickhouse/rows/sql-literal.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { type ClickHouseServer, olderDatabase, startClickHouse } from "../helpers/clickhouse-server.js";
@@ -28,17 +30,56 @@ afterAll(async () => {
 const signal = new AbortController().signal;
 type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
 const query = async <T>(sql: string) => (await (await server.client.query({ query: sql, format: "JSONEachRow" })).json()) as T[];
+/** A statement run in a database (requestsRead names \`requests\` unqualified): its rows, none for an INSERT. */
+async function queryIn<T>(database: string, sql: string): Promise<T[]> {
+  const client = createClient({ url: server.url, database, log: { level: ClickHouseLogLevel.OFF } });
+  try {
+    if (sql.startsWith("INSERT")) return (await client.command({ query: sql }), []);
+    return (await (await client.query({ query: sql, format: "JSONEachRow" })).json()) as T[];
+  } finally {
+    await client.close();
+  }
+}
 
 const ips = ["10.0.0.1", "0.0.0.0", "255.255.255.255", "192.168.7.128", "127.0.0.1", "10.0.0.01", "::1", "2001:db8::7", "", "\u0001x", "\u001fy"];
 
 describe("ClickHouse's stored ip (migration 006)", () => {
-  it("reads every ip back as written, in Node and in SQL, and keeps a dotted IPv4 address in 5 characters", async () => {
+  it("reads every ip back as written through requestsRead, filters included, and keeps a dotted IPv4 address in 5 characters", async () => {
     const stored = ips.map(storedIp);
-    expect(stored.map(ipFromStored)).toEqual(ips);
     expect(stored.slice(0, 5).map((s) => s.length)).toEqual([5, 5, 5, 5, 5]);
     expect(stored[5]).toBe("10.0.0.01"); // not canonical: kept as text
-    const sql = `SELECT ${ipSql} AS text FROM (SELECT arrayJoin([${stored.map(sqlString).join(", ")}]) AS ip)`;
-    expect((await query<{ text: string }>(sql)).map((r) => r.text)).toEqual(ips);
+    const database = `reqlog_m006_ips_${process.pid}`;
+    try {
+      await olderDatabase(server, database, 1, "default", []);
+      // Rows as requests stores them: ip in its stored form, rkey 0 for every other one (its seq, read back).
+      const rows = stored.map((ip, i) => `('app', 'r${i}', ${i % 2 === 0 ? 0 : 100 + i}, ${i + 1}, ${sqlString(ip)})`).join(", ");
+      await server.client.command({ query: `INSERT INTO ${database}.requests (app, request_id, rkey, seq, ip) VALUES ${rows}` });
+      const read = await queryIn<{ ip: string; rkey: string }>(database, `SELECT ip, toString(rkey) AS rkey FROM ${requestsRead("ORDER BY seq")}`);
+      expect(read.map((r) => r.ip)).toEqual(ips);
+      expect(read.map((r) => r.rkey)).toEqual(ips.map((_, i) => String(i % 2 === 0 ? i + 1 : 100 + i)));
+      // A condition inside requestsRead reads the values as written too.
+      const found = await queryIn<{ ip: string }>(database, selectRequests(`WHERE ip IN ('10.0.0.1', '\\x1fy') AND rkey IN (1, 11) ORDER BY seq`));
+      expect(found.map((r) => r.ip)).toEqual(["10.0.0.1", "\u001fy"]);
+    } finally {
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+
+  it("is read back in one place: every statement of the backend reads requests through requestsRead or names no stored form", () => {
+    // A statement that read the table itself would see rkey 0 and 5-character addresses.
+    const root = "src/store/clickhouse";
+    const files = readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts") && f !== join("rows", "request-row.ts"));
+    const code = (f: string) =>
+      readFileSync(join(root, f), "utf8")
+        .split("\n")
+        .filter((line) => !/^\s*(\*|\/\/|\/\*)/.test(line))
+        .join("\n");
+    const raw = files.flatMap((f) => [...code(f).matchAll(/\b(FROM|JOIN)\s+requests\b|\brequests\s+(FINAL|PREWHERE|WHERE)\b/g)].map((m) => `${f}: ${m[0]}`));
+    expect(raw).toEqual([]);
+    expect(files.length).toBeGreaterThan(30);
+    expect(() => selectStoredAsWritten("request_id", "WHERE ip = ''")).toThrow(/stored form/);
+    expect(() => selectStoredAsWritten("max(rkey)", "")).toThrow(/stored form/);
+    expect(selectStoredAsWritten("request_id", "WHERE request_id = 'ip'")).toBe("SELECT request_id FROM requests WHERE request_id = 'ip'");
   });
 });
 
@@ -89,8 +130,7 @@ describe("ClickHouse migration 006 (the column diet)", () => {
       // The database as 003 left it, with the rows a writer of 003 stored:
       // today's rows with rkey and ip in their whole forms.
       await olderDatabase(server, old, 3, source, rowTables);
-      const whole = columnNames.map((c) => (c === "rkey" ? rkeySql : c === "ip" ? ipSql : c));
-      await server.client.command({ query: `INSERT INTO ${old}.requests SELECT ${whole.join(", ")} FROM ${source}.requests` });
+      await queryIn(source, `INSERT INTO ${old}.requests SELECT * FROM ${requestsRead("")}`);
       expect(await query(`SELECT count() AS n FROM ${old}.requests WHERE rkey = 0 OR length(ip) = 5`)).toEqual([{ n: "0" }]);
 
       // Two servers start on it at once: one migrates, the other waits and finds it done.
@@ -122,7 +162,7 @@ describe("ClickHouse migration 006 (the column diet)", () => {
       expect(after.regex).toHaveLength(0);
       expect(after.ipv6).toHaveLength(1);
       const keys = async (database: string) =>
-        query(`SELECT request_id, toString(${rkeySql}) AS k FROM ${database}.requests FINAL ORDER BY request_id`);
+        queryIn(database, `SELECT request_id, toString(rkey) AS k FROM ${requestsRead("FINAL")} ORDER BY request_id`);
       const rkeys = await keys(old);
       const positions = await query(`SELECT request_id, toString(rkey) AS k FROM ${old}.positions FINAL WHERE deleted = 0 ORDER BY request_id`);
       expect(rkeys).toEqual(positions);

@@ -17,6 +17,7 @@ import { createSearchIndex } from "./read/search-index.js";
 import { createSnapshotPaging, indexFromRows } from "./read/snapshot-paging.js";
 import { createSqlClient, type SqlClient } from "./sql-client.js";
 import { createTableLayout } from "./table-layout.js";
+import { selectStoredAsWritten } from "./rows/request-row.js";
 import { storageError } from "./storage-error.js";
 import { createTailChanges } from "./read/tail-changes.js";
 import { createWriteBatcher } from "./write/write-batcher.js";
@@ -92,9 +93,9 @@ function clientOf(options: ClickHouseBackendOptions, database?: string, requestT
 
 /** The keys of every request stored (of every version: an expired one only costs a lookup), sized for twice as many. */
 async function loadKnownKeys(sql: SqlClient): Promise<KnownKeys> {
-  const [stored] = await sql.rows<{ n: string }>("SELECT count() AS n FROM requests");
+  const [stored] = await sql.rows<{ n: string }>(selectStoredAsWritten("count() AS n", ""));
   const known = createKnownKeys(Math.max(1 << 20, 2 * Number(stored!.n)));
-  for await (const [app, requestId] of sql.stream("SELECT app, request_id FROM requests")) known.add(app!, requestId!);
+  for await (const [app, requestId] of sql.stream(selectStoredAsWritten("app, request_id", ""))) known.add(app!, requestId!);
   return known;
 }
 

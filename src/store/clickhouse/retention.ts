@@ -1,7 +1,7 @@
 import type { Clock } from "../../clock.js";
 import type { Maintenance } from "../store.js";
 import type { GroupCommit, GroupWork } from "./write/group-commit.js";
-import { fromStored, type RequestRow } from "./rows/request-row.js";
+import { type RequestRow, requestsRead, selectStoredAsWritten } from "./rows/request-row.js";
 import type { PagingHistory } from "./read/snapshot-paging.js";
 import { heldSql, type Snapshot } from "./read/snapshot.js";
 import { slotOf } from "./servers/change-clock.js";
@@ -99,8 +99,10 @@ export function createClickHouseMaintenance({ sql, layout, now, batcher, commit,
    */
   async function dropExpiredDays(cutoff: bigint): Promise<void> {
     const days = await sql.rows<{ day: string }>(
-      `SELECT intDiv(created_at, ${sqlInt(dayUs)}) AS day FROM requests FINAL
-       WHERE created_at < ${sqlInt((cutoff / dayUs) * dayUs)} GROUP BY day HAVING countIf(deleted = 0) = 0`,
+      selectStoredAsWritten(
+        `intDiv(created_at, ${sqlInt(dayUs)}) AS day`,
+        `FINAL WHERE created_at < ${sqlInt((cutoff / dayUs) * dayUs)} GROUP BY day HAVING countIf(deleted = 0) = 0`,
+      ),
     );
     for (const { day } of days) {
       await sql.command(layout.alter("lines", `DROP PARTITION ${sqlInt(BigInt(day))}`));
@@ -119,10 +121,9 @@ export function createClickHouseMaintenance({ sql, layout, now, batcher, commit,
             once("expired_at", async () => {
               // The scan reads these columns of every request, not all of them.
               const rows = await sql.rows<RequestRow>(
-                `SELECT ${tombstoneColumns} FROM requests FINAL WHERE deleted = 0 AND sort_time < ${sqlInt(cutoff)}
-                 ORDER BY sort_time LIMIT ${sqlInt(limit)}`,
+                `SELECT ${tombstoneColumns} FROM ${requestsRead(`FINAL WHERE deleted = 0 AND sort_time < ${sqlInt(cutoff)}
+                 ORDER BY sort_time LIMIT ${sqlInt(limit)}`)} ORDER BY sort_time`,
               );
-              rows.forEach(fromStored);
               const result = await commit.expire(rows);
               return { result, complete: result < limit };
             }),

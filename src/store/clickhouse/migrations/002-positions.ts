@@ -14,7 +14,7 @@
  * and every lookup by id as they were (docs/benchmarks.md, fourth session).
  */
 import type { TableLayout } from "../table-layout.js";
-import { rkeySql } from "../rows/request-row.js";
+import { requestsRead } from "../rows/request-row.js";
 import { byRequest, createdDay } from "./001-init.js";
 
 /**
@@ -65,7 +65,7 @@ export default (t: TableLayout): string[] => [
   // The positions of the requests stored before this migration (each at its
   // latest version's, which has no older position to leave behind). Run
   // again after a cut, it writes the same rows, which FINAL takes once.
-  // (rkey as rows stored since 006 keep it, 0 when it equals seq: positional, no alias needed.)
+  // (Through requestsRead: rkey as written, in whichever form a row keeps it.)
   `INSERT INTO positions (${positionColumns.join(", ")})
-   SELECT ${positionColumns.map((c) => (c === "rkey" ? rkeySql : c)).join(", ")} FROM requests FINAL WHERE deleted = 0`,
+   SELECT ${positionColumns.join(", ")} FROM ${requestsRead("FINAL WHERE deleted = 0")}`,
 ];

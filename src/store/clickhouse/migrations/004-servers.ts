@@ -19,6 +19,7 @@
  * row says the same).
  */
 import type { TableLayout } from "../table-layout.js";
+import { selectStoredAsWritten } from "../rows/request-row.js";
 import { byRequest, createdDay } from "./001-init.js";
 
 export default (t: TableLayout): string[] => [
@@ -32,7 +33,7 @@ export default (t: TableLayout): string[] => [
 
   `INSERT INTO servers (slot, server, beat, mark, closed)
    SELECT toUInt16(0), 'before 004', toInt64(0),
-     greatest((SELECT max(seq) FROM requests), greatest((SELECT max(seq) FROM statuses), (SELECT max(seq) FROM seq_marks))), toUInt8(1)`,
+     greatest((${selectStoredAsWritten("max(seq)", "")}), greatest((SELECT max(seq) FROM statuses), (SELECT max(seq) FROM seq_marks))), toUInt8(1)`,
 
   ...t.createTable("request_keys", `(
     slot UInt16,

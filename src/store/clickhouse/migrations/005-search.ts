@@ -10,6 +10,7 @@
  * order of their names): a reader who finds a posting finds the position
  * and the version it came from.
  */
+import { requestsRead } from "../rows/request-row.js";
 import { termsSql } from "../rows/search-terms.js";
 import type { TableLayout } from "../table-layout.js";
 
@@ -49,7 +50,7 @@ export default (t: TableLayout): string[] => [
   // positions. Run again after a cut, postings are the same rows (merged
   // away) and counts only grow: they stay an upper bound.
   `INSERT INTO search_postings (app, day, key, sort_time)
-   SELECT app, day, key, sort_time FROM (${termsSql("(SELECT * FROM requests FINAL)", "postings")})`,
+   SELECT app, day, key, sort_time FROM (${termsSql(requestsRead("FINAL"), "postings")})`,
   `INSERT INTO search_terms (app, kind, key, text, n)
-   SELECT app, kind, key, text, n FROM (${termsSql("(SELECT * FROM requests FINAL)", "terms")})`,
+   SELECT app, kind, key, text, n FROM (${termsSql(requestsRead("FINAL"), "terms")})`,
 ];

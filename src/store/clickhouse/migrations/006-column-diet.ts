@@ -1,7 +1,7 @@
 /**
  * Migration 006-column-diet: `requests` keeps `rkey` as 0 when it equals
  * `seq` (a request's first version, so nearly every row: 4 B a request
- * before), read back by rkeySql and fromStored (rows/request-row.ts). The
+ * before), read back by requestsRead (rows/request-row.ts). The
  * writer stores a canonical IPv4 address in 5 characters (storedIp); that
  * needs no DDL. Rows stored before keep their forms, which read the same:
  * nothing is rewritten, and a server of an older build writing meanwhile

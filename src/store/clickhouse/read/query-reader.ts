@@ -9,7 +9,7 @@ import { and } from "./plan-sql.js";
 import { compileQuery, filterSql, type VersionSource } from "./query-sql.js";
 import { withVersionSource } from "./version-source.js";
 import type { RecordReader } from "./record-reader.js";
-import { fromStored, type RequestRow, rkeySql, rowToLog } from "../rows/request-row.js";
+import { type RequestRow, rowToLog } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { sqlInt, sqlString } from "../rows/sql-literal.js";
 
@@ -68,10 +68,9 @@ export function createQueryReader(sql: SqlClient, records: RecordReader, onClust
     const pipeline = createPipeline(plan.query, { maxQueryGroups: plan.maxGroups, maxRows: plan.maxRows });
     const narrowed = filterSql(plan.query.filter).sql;
     const rows = await sql.rows<RequestRow>(
-      `SELECT * FROM ${from(and([...where, `(${narrowed})`]))} ORDER BY sort_time DESC, ${rkeySql} DESC LIMIT ${sqlInt(plan.budget.rows + 1)}`,
+      `SELECT * FROM ${from(and([...where, `(${narrowed})`]))} ORDER BY sort_time DESC, rkey DESC LIMIT ${sqlInt(plan.budget.rows + 1)}`,
       signal,
     );
-    rows.forEach(fromStored);
     const examined = rows.slice(0, plan.budget.rows);
     const fields = requestFieldsRead(plan.query);
     const logs = fields.has("line") || fields.has("level") ? await records.withAllLines(examined, signal) : examined.map(rowToLog);

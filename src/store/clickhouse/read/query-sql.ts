@@ -3,7 +3,7 @@ import type { ByField, Filter, Pipe, StatsFunc } from "../../../query/logsql/que
 import { type FieldType, isNumeric, queryField } from "../../../query/logsql/query-fields.js";
 import { clickhouseRegex } from "./clickhouse-regex.js";
 import { requestFieldsRead } from "../../../query/logsql/run-pipes.js";
-import { combinedSql, ipSql, rkeySql, startTimeSql } from "../rows/request-row.js";
+import { combinedSql, startTimeSql } from "../rows/request-row.js";
 import { bytesToText, sqlInt, sqlString } from "../rows/sql-literal.js";
 
 /**
@@ -23,7 +23,7 @@ const fieldSql: Record<string, string> = {
   app_id: "app",
   module_id: "module_id",
   version_id: "version_id",
-  ip: ipSql,
+  ip: "ip",
   latency: "latency",
   mcycles: "mcycles",
   method: "method",
@@ -84,7 +84,7 @@ function mayBeFixedText(text: string): boolean {
   return letters.length === 0 || (letters.length === 1 && monthNames.some((m) => m.includes(letters[0]!)));
 }
 /** A derived line's pieces that are fields, space-separated (`-` for an empty one is fixed text). */
-const linePiecesSql = `concat(${[ipSql, "method", "resource", "http_version", "toString(status)", "toString(response_size)", "referrer", "user_agent"].join(", ' ', ")})`;
+const linePiecesSql = `concat(${["ip", "method", "resource", "http_version", "toString(status)", "toString(response_size)", "referrer", "user_agent"].join(", ' ', ")})`;
 
 /**
  * A test of the combined line without building the lines ClickHouse derives
@@ -250,7 +250,7 @@ export function valueOf(raw: unknown, type: FieldType): string | number | null {
 
 /**
  * Where a query reads each request's latest version, given its conditions:
- * the text after FROM (`requests FINAL WHERE …`, or what needs no FINAL).
+ * the text after FROM: a subquery of requestsRead (`FINAL WHERE …`, or what needs no FINAL).
  */
 export type VersionSource = (conditions: string) => string;
 
@@ -280,7 +280,7 @@ export function compileQuery(plan: QueryPlan, from: VersionSource, where: string
   if (!filter.exact) return undefined;
   const conditions = [...where, filter.sql].map((c) => `(${c})`).join(" AND ");
   const pipe: Pipe | undefined = plan.query.pipes[0];
-  const newest = `sort_time DESC, ${rkeySql} DESC`;
+  const newest = "sort_time DESC, rkey DESC";
 
   if (pipe?.kind === "stats" || pipe?.kind === "top") {
     const by: ByField[] = pipe.kind === "stats" ? pipe.by : pipe.by.map((field) => ({ field }));

@@ -8,7 +8,7 @@ import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
 import type { SearchIndex, SearchKeys } from "./search-index.js";
 import { hourOf, usecPerHour } from "../rows/hours.js";
-import { fromStored, type RequestRow, rkeySql } from "../rows/request-row.js";
+import { type RequestRow, requestsRead, selectStoredAsWritten } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 import { heldSql, holds, type Snapshot } from "./snapshot.js";
@@ -179,14 +179,12 @@ export function createSnapshotPaging(
     // versions by key. (GLOBAL: on a cluster the ids are found once, then
     // sent to every shard.)
     const rows = await sql.rows<RequestRow>(
-      `SELECT * FROM (
-         SELECT * FROM requests
-         WHERE app = ${app} AND request_id GLOBAL IN (SELECT request_id FROM requests WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)})
-         ORDER BY request_id, seq DESC LIMIT 1 BY request_id)
-       WHERE ${heldSql(rkeySql, snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
+      `SELECT * FROM ${requestsRead(`
+         WHERE app = ${app} AND request_id GLOBAL IN (${selectStoredAsWritten("request_id", `WHERE app = ${app} AND NOT ${heldSql("seq", snapshot)}`)})
+         ORDER BY request_id, seq DESC LIMIT 1 BY request_id`)}
+       WHERE ${heldSql("rkey", snapshot)} AND deleted = 0 AND ${and(planFilters(plan))}`,
       signal,
     );
-    rows.forEach(fromStored);
     if (rows.length === 0) return { none: false, changed: [] };
     const moves = await sql.rows<{ rkey: string; old: string }>(
       `SELECT rkey, argMin(old_sort_time, seq) AS old FROM moves
@@ -442,33 +440,28 @@ export function createSnapshotPaging(
     // matched only for the rows in the window. (Not with FINAL, which would
     // merge what is left: a version moved out of the window would leave its
     // old one looking like the latest.)
-    const from = (table: string) => (window.length > 0 && table === "requests" ? `${table} PREWHERE ${and(window)}` : table);
-    // (rkey as stored, 0 when it equals seq, read back under its own name,
-    // so that the scope's cursor and the order take the request's key.)
-    const rkey = `${rkeySql} AS rkey`;
-    const search = (table: string, limit: number) =>
+    const source = (final: boolean) => `${final ? "FINAL" : window.length > 0 ? `PREWHERE ${and(window)}` : ""} WHERE ${[...scope, ...filters.first].join(" AND ")}`;
+    const search = (final: boolean, limit: number) =>
       sql.rows<Hit>(
         filters.then.length === 0
-          ? // One level when there is no second stage: on a cluster, each shard then sorts and limits its own rows.
-            `SELECT sort_time, ${rkey}, request_id, seq FROM ${from(table)} WHERE ${[...scope, ...filters.first].join(" AND ")} ${order} ${sqlInt(limit)}`
+          ? // Sorted and cut inside when there is no second stage: on a cluster, each shard then sorts and limits its own rows.
+            `SELECT sort_time, rkey, request_id, seq FROM ${requestsRead(`${source(final)} ${order} ${sqlInt(limit)}`)} ${order} ${sqlInt(limit)}`
           : `SELECT sort_time, rkey, request_id, seq
-             FROM (SELECT ${["sort_time", rkey, "request_id", "seq", ...filters.columns].join(", ")} FROM ${from(table)}
-                   WHERE ${[...scope, ...filters.first].join(" AND ")})
+             FROM (SELECT ${["sort_time", "rkey", "request_id", "seq", ...filters.columns].join(", ")} FROM ${requestsRead(source(final))})
              WHERE ${and(filters.then)} ${order} ${sqlInt(limit)}`,
         signal,
       );
     const limit = 2 * wanted;
-    const versions = await search("requests", limit);
+    const versions = await search(false, limit);
     if (versions.length === 0) return [];
     const ids = [...new Set(versions.map((v) => v.request_id))];
     const latest = await sql.rows<{ request_id: string; seq: string }>(
-      `SELECT request_id, max(seq) AS seq FROM requests
-       WHERE app = ${sqlString(plan.appId)} AND request_id IN ${sqlList(ids.map(sqlString))} GROUP BY request_id`,
+      selectStoredAsWritten("request_id, max(seq) AS seq", `WHERE app = ${sqlString(plan.appId)} AND request_id IN ${sqlList(ids.map(sqlString))} GROUP BY request_id`),
       signal,
     );
     const latestSeq = new Map(latest.map((l) => [l.request_id, l.seq]));
     const hits = versions.filter((v) => latestSeq.get(v.request_id) === v.seq);
-    return hits.length >= wanted || versions.length < limit ? hits.slice(0, wanted) : search("requests FINAL", wanted);
+    return hits.length >= wanted || versions.length < limit ? hits.slice(0, wanted) : search(true, wanted);
   }
 
   async function page(plan: ReadPlan, snapshot: Snapshot, after: ClickHouseCursor | undefined, signal: AbortSignal): Promise<ReadResult> {

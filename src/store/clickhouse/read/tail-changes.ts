@@ -3,7 +3,7 @@ import { createPageBytes, pageBytesOf } from "../../../query/page-bytes.js";
 import type { ReadPlan } from "../../../query/read-plan.js";
 import { and, planFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
-import { fromStored, type RequestRow } from "../rows/request-row.js";
+import { type RequestRow, selectRequests } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { sqlInt, sqlString } from "../rows/sql-literal.js";
 import { advanceTo, covers, heldSql, type Snapshot } from "./snapshot.js";
@@ -35,10 +35,9 @@ export function createTailChanges(sql: SqlClient, records: RecordReader): TailCh
       ...planFilters(plan),
     ];
     const rows = await sql.rows<RequestRow>(
-      `SELECT * FROM requests FINAL WHERE ${and(where)} ORDER BY seq LIMIT ${sqlInt(limit)}`,
+      selectRequests(`FINAL WHERE ${and(where)} ORDER BY seq LIMIT ${sqlInt(limit)}`),
       signal,
     );
-    rows.forEach(fromStored);
     // At most a page's bytes a message: the rest is delivered next, from the last version taken.
     const bytes = createPageBytes(plan);
     const fitting = rows.findIndex((row) => !bytes.take(pageBytesOf(row.record_bytes, row.line_bytes, plan)));

@@ -1,4 +1,5 @@
 import { createdDay } from "../migrations/001-init.js";
+import { requestsRead, selectRequests } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import type { VersionSource } from "./query-sql.js";
 
@@ -27,7 +28,7 @@ async function partsOf(sql: SqlClient, signal: AbortSignal) {
   return { names: parts.map((p) => p.name).join(","), merged, unmerged };
 }
 
-const final: VersionSource = (conditions) => `requests FINAL WHERE ${conditions}`;
+const final: VersionSource = (conditions) => requestsRead(`FINAL WHERE ${conditions}`);
 
 /**
  * Runs `query` over each request's latest version without FINAL where it can:
@@ -51,10 +52,10 @@ export async function withVersionSource<T>(
   if (before.merged.length === 0) return query(final);
   const source: VersionSource =
     before.unmerged.length === 0
-      ? (conditions) => `requests WHERE ${conditions}`
+      ? (conditions) => requestsRead(`WHERE ${conditions}`)
       : (conditions) =>
-          `(SELECT * FROM requests WHERE ${createdDay} IN (${before.merged.join(", ")}) AND ${conditions}
-            UNION ALL SELECT * FROM requests FINAL WHERE ${createdDay} IN (${before.unmerged.join(", ")}) AND ${conditions})`;
+          `(${selectRequests(`WHERE ${createdDay} IN (${before.merged.join(", ")}) AND ${conditions}`)}
+            UNION ALL ${selectRequests(`FINAL WHERE ${createdDay} IN (${before.unmerged.join(", ")}) AND ${conditions}`)})`;
   const answer = await query(source);
   const after = await partsOf(sql, signal);
   return after.names === before.names ? answer : query(final);

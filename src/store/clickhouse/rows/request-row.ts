@@ -1,6 +1,7 @@
 import { create, type DescField, ScalarType } from "@bufbuild/protobuf";
 import { type RequestLog, RequestLogSchema } from "../../../../gen/reqlog/v1/log_service_pb.js";
 import { formatCombined, plainFields } from "../../../format/combined-line.js";
+import { columnNames as requestsColumns } from "../migrations/001-init.js";
 import { bytesToText, textToBytes } from "./sql-literal.js";
 
 /** A column value as JSONEachRow carries it: 64-bit integers as strings. */
@@ -246,9 +247,8 @@ export const placeholderCombined = (row: RequestRow) => combinedColumn(rowToLog(
 
 /**
  * Migration 006 (the column diet) stores two columns of \`requests\` in a
- * narrower form, each read back in one place: \`fromStored\` in Node, the
- * SQL expressions below in queries. Both forms read the same, so rows
- * written before 006 (or by a server of an older build) need no rewrite.
+ * narrower form. Both forms read the same, so rows written before 006 (or
+ * by a server of an older build) need no rewrite.
  *
  * - \`rkey\` is 0 when it equals \`seq\` (a request's first version: every
  *   request written once), set by the requests' view; request_changes and
@@ -263,10 +263,17 @@ export const placeholderCombined = (row: RequestRow) => combinedColumn(rowToLog(
  *   EXISTS, and the column set of \`requests\` stays that of 001 (a
  *   database's rows copy into another's with SELECT *): hence a form inside
  *   the String column, not a UInt32 beside it.
+ *
+ * They are read back in one place: \`requestsRead\` (below), through which
+ * every statement reads \`requests\`, selects each column as written under
+ * its own name. So every expression over a request's columns (combinedSql,
+ * the filters, the search index's terms) is written over the names alone,
+ * and means the same over \`request_changes\` (which holds every value
+ * whole) and over \`requestsRead\`.
  */
 const ipEscape = "\x1f";
 
-/** \`ip\` as requests stores it (the writer's side of \`ipFromStored\`). */
+/** \`ip\` as requests stores it (the writer's side of \`storedForms.ip\`). */
 export function storedIp(ip: string): string {
   const parts = ip.split(".");
   if (parts.length === 4 && parts.every((p) => /^(0|[1-9][0-9]{0,2})$/.test(p) && Number(p) < 256)) {
@@ -276,33 +283,57 @@ export function storedIp(ip: string): string {
   return ip !== "" && ip.charCodeAt(0) < 0x20 ? ipEscape + ip : ip;
 }
 
-/** The text of a stored \`ip\`. */
-export function ipFromStored(stored: string): string {
-  const first = stored.charCodeAt(0);
-  if (stored.length === 5 && first >= 1 && first <= 16) {
-    const n = (first - 1) * 2 ** 28 + stored.charCodeAt(1) * 2 ** 21 + stored.charCodeAt(2) * 2 ** 14 + stored.charCodeAt(3) * 128 + stored.charCodeAt(4);
-    return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
-  }
-  return first === 0x1f ? stored.slice(1) : stored;
-}
-
-const ipByte = (at: number) => `reinterpretAsUInt8(substring(ip, ${at}, 1))`;
-/** A row's ip in SQL, as ipFromStored reads it. */
-export const ipSql = `if(length(ip) = 5 AND ip >= '\\x01' AND ip < '\\x11',
-  IPv4NumToString(toUInt32((${ipByte(1)} - 1) * 268435456 + ${ipByte(2)} * 2097152 + ${ipByte(3)} * 16384 + ${ipByte(4)} * 128 + ${ipByte(5)})),
-  if(substring(ip, 1, 1) = '\\x1f', substring(ip, 2), ip))`;
-
-/** A row's rkey in SQL (0 stored when it equals seq). */
-export const rkeySql = "if(rkey = 0, seq, rkey)";
 /** How the requests' view stores rkey (migration 006). */
 export const storedRkeySql = "if(rkey = seq, toUInt64(0), rkey)";
 
-/** A row read from \`requests\` with its stored forms read back (in place), as every reader of its rows takes it. */
-export function fromStored<T extends Partial<RequestRow>>(row: T): T {
-  if (row.rkey === "0" && row.seq !== undefined) row.rkey = row.seq;
-  if (typeof row.ip === "string") (row as Partial<RequestRow>).ip = ipFromStored(row.ip);
-  return row;
+const ipByte = (at: number) => `reinterpretAsUInt8(substring(ip, ${at}, 1))`;
+/** The value as written of each column \`requests\` keeps in a form of its own: SQL over the stored column of that name. */
+const storedForms: Record<string, string> = {
+  rkey: "if(rkey = 0, seq, rkey)",
+  ip: `if(length(ip) = 5 AND ip >= '\\x01' AND ip < '\\x11',
+  IPv4NumToString(toUInt32((${ipByte(1)} - 1) * 268435456 + ${ipByte(2)} * 2097152 + ${ipByte(3)} * 16384 + ${ipByte(4)} * 128 + ${ipByte(5)})),
+  if(substring(ip, 1, 1) = '\\x1f', substring(ip, 2), ip))`,
+};
+
+/** Every column of \`requests\`, as written, under its own name (an alias named after the column it reads: the stored one). */
+export const requestColumnsSql = requestsColumns.map((c) => (c in storedForms ? `${storedForms[c]} AS ${c}` : c)).join(", ");
+
+/**
+ * A statement reading \`requests\` row by row: \`rest\` is what follows
+ * \`FROM requests\` (FINAL, PREWHERE, WHERE, ORDER BY, LIMIT), where every
+ * column's name stands for its value as written (ClickHouse resolves a name
+ * to the SELECT's alias first, in every clause). Its rows are RequestRows.
+ */
+export const selectRequests = (rest: string) => `SELECT ${requestColumnsSql} FROM requests ${rest}`;
+
+/**
+ * \`requests\` as a table of the values as written: a subquery to read from
+ * (\`rest\` as in selectRequests). ClickHouse reads only the columns the
+ * outer query uses (and derives only those).
+ */
+export const requestsRead = (rest: string) => `(${selectRequests(rest)})`;
+
+/** String literals, which may hold any text: left out of storedFormsIn's test. */
+const literals = /'(?:[^'\\]|\\.)*'/g;
+const storedFormNames = new RegExp(`\\b(${Object.keys(storedForms).join("|")})\\b`);
+
+/** Whether a piece of SQL names a column \`requests\` keeps in a form of its own. */
+export const storedFormsIn = (text: string) => storedFormNames.test(text.replace(literals, "''"));
+
+/**
+ * A statement reading only columns \`requests\` stores as written (app,
+ * request_id, seq, sort_time, created_at, deleted, …) from the table itself:
+ * an aggregate over them (count, max) is then computed where the rows are
+ * (on a cluster, by each shard). Throws when \`select\` or \`rest\` name a
+ * column with a stored form: those read through requestsRead.
+ */
+export function selectStoredAsWritten(select: string, rest: string): string {
+  if (storedFormsIn(select) || storedFormsIn(rest)) throw new Error(`a statement over requests names a stored form outside requestsRead: ${select} ${rest}`);
+  return `SELECT ${select} FROM requests ${rest}`;
 }
+
+/** A mutation's condition on \`requests\` (ALTER … DELETE reads no subquery): the requests whose key is in \`list\`. */
+export const rkeyInMutation = (list: string) => `${storedForms.rkey} IN ${list}`;
 
 const months = "['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']";
 /** A row's end and start times in SQL (recordColumns leaves them out where they repeat). */
@@ -317,7 +348,7 @@ const orDash = (column: string) => `if(${column} = '', '-', ${column})`;
  * (`[]`), for a search of text that cannot lie in it (plan-sql.ts).
  */
 export const combinedLineSql = ({ time }: { time: boolean }) => `if(combined != '', combined, concat(
-  ${orDash(ipSql)}, ' - - [', ${time ? `formatDateTime(${lineTime}, '%d/'), ${months}[toMonth(${lineTime})],
+  ${orDash("ip")}, ' - - [', ${time ? `formatDateTime(${lineTime}, '%d/'), ${months}[toMonth(${lineTime})],
   formatDateTime(${lineTime}, '/%Y:%H:%M:%S +0000'), ` : ""}'] "', method, ' ', resource,
   if(http_version = '', '', concat(' ', http_version)), '" ', toString(status), ' ', toString(response_size),
   ' "', ${orDash("referrer")}, '" "', ${orDash("user_agent")}, '"'))`;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { ReqlogError } from "../../../reqlog-error.js";
 import type { Snapshot } from "../read/snapshot.js";
 import { sqlInt } from "../rows/sql-literal.js";
+import { selectStoredAsWritten } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
 import { type ChangeClock, createChangeClock, legacyLimit, maxSlots, slotBits } from "./change-clock.js";
 
@@ -95,7 +96,7 @@ export async function claimServerSlot(sql: SqlClient, withLock: <T>(work: () => 
   /** The highest number of `row`'s slot stored, as its final mark (the server is gone: nothing more comes). */
   async function closeSlot(row: SlotRow): Promise<bigint> {
     const [stored] = await sql.rows<{ top: string }>(
-      `SELECT max(seq) AS top FROM requests WHERE seq >= ${sqlInt(legacyLimit)} AND bitAnd(seq, ${(1 << Number(slotBits)) - 1}) = ${row.slot}`,
+      selectStoredAsWritten("max(seq) AS top", `WHERE seq >= ${sqlInt(legacyLimit)} AND bitAnd(seq, ${(1 << Number(slotBits)) - 1}) = ${row.slot}`),
     );
     const mark = BigInt(stored?.top ?? "0") > BigInt(row.top_mark) ? BigInt(stored!.top) : BigInt(row.top_mark);
     await sql.insert("servers", [{ slot: row.slot, server: row.holder, beat: beatNow(), mark: String(mark), closed: 1 }]);

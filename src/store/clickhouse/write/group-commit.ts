@@ -7,7 +7,7 @@ import type { ServerSlots } from "../servers/server-slots.js";
 import { createInsertBarrier, insertQueryId } from "./insert-barrier.js";
 import type { KeyFeed } from "./key-feed.js";
 import type { KnownKeys } from "./known-keys.js";
-import { fromStored, type RequestRow, requestKey } from "../rows/request-row.js";
+import { type RequestRow, requestKey, selectRequests, selectStoredAsWritten } from "../rows/request-row.js";
 import {
   changeColumns,
   changesText,
@@ -117,12 +117,12 @@ export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, 
     // requests, and then the whole rows need not be read at all.
     const stored = new Map<string, Set<string>>();
     const keys = await sql.rows<{ app: string; request_id: string }>(
-      `SELECT app, request_id FROM requests FINAL WHERE (${byApp(ids, "request_id")}) AND deleted = 0`,
+      selectStoredAsWritten("app, request_id", `FINAL WHERE (${byApp(ids, "request_id")}) AND deleted = 0`),
     );
     for (const key of keys) addTo(stored, key.app, sqlString(key.request_id));
     if (stored.size > 0) {
-      for (const row of await sql.rows<RequestRow>(`SELECT * FROM requests FINAL WHERE ${byApp(stored, "request_id")}`)) {
-        if (row.deleted === 0) state.rows.set(requestKey(row.app, row.request_id), fromStored(row));
+      for (const row of await sql.rows<RequestRow>(selectRequests(`FINAL WHERE ${byApp(stored, "request_id")}`))) {
+        if (row.deleted === 0) state.rows.set(requestKey(row.app, row.request_id), row);
       }
     }
     // Lines of stored requests at the times this group's lines carry: a line

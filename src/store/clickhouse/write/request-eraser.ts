@@ -1,7 +1,7 @@
 import { ipInRanges, ipv4Bounds } from "../../../domain/ip-range.js";
 import type { DeletePlan } from "../../../query/delete-plan.js";
 import { clickhouseRegex } from "../read/clickhouse-regex.js";
-import { combinedSql, fromStored, ipSql, type RequestRow, rkeySql } from "../rows/request-row.js";
+import { combinedSql, type RequestRow, requestsRead, rkeyInMutation } from "../rows/request-row.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 import { tombstoneColumns } from "../retention.js";
 import type { SqlClient } from "../sql-client.js";
@@ -34,7 +34,7 @@ function whereOf(plan: DeletePlan): string {
   if (plan.endTime !== undefined) where.push(`sort_time < ${sqlInt(plan.endTime)}`);
   if (plan.ips) {
     const v4 = plan.ips.filter((r) => r.family === 4).map(ipv4Bounds);
-    const ip = `(${ipSql})`;
+    const ip = "ip";
     const dotted = `match(${ip}, '^[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+$')`;
     where.push(`(position(${ip}, ':') > 0${v4.map(([lo, hi]) => ` OR (${dotted} AND IPv4StringToNum(${ip}) BETWEEN ${lo} AND ${hi})`).join("")})`);
   }
@@ -62,10 +62,10 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
   async function next(plan: DeletePlan, after: [string, string] | undefined, signal: AbortSignal) {
     const from = after ? ` AND (sort_time > ${sqlInt(BigInt(after[0]))} OR (sort_time = ${sqlInt(BigInt(after[0]))} AND request_id > ${sqlString(after[1])}))` : "";
     const rows = await sql.rows<RequestRow>(
-      `SELECT ${tombstoneColumns} FROM requests FINAL WHERE ${whereOf(plan)}${from} ORDER BY sort_time, request_id LIMIT ${step}`,
+      `SELECT ${tombstoneColumns} FROM ${requestsRead(`FINAL WHERE ${whereOf(plan)}${from} ORDER BY sort_time, request_id LIMIT ${step}`)}
+       ORDER BY sort_time, request_id`,
       signal,
     );
-    rows.forEach(fromStored);
     const last = rows.at(-1);
     return {
       rows: plan.ips ? rows.filter((r) => ipInRanges(String(r.ip), plan.ips!)) : rows,
@@ -151,7 +151,7 @@ export function createRequestEraser({ sql, layout, batcher, commit }: RequestEra
       // (Read from the requests' rows: before they go.)
       await eraseFromSearch(plan.appId, rkeys, signal);
       for (const table of ["requests", "lines", "positions"]) {
-        await mutate(table, (l) => `app = ${app} AND ${table === "requests" ? rkeySql : "rkey"} IN ${l}`, rkeys, signal);
+        await mutate(table, (l) => `app = ${app} AND ${table === "requests" ? rkeyInMutation(l) : `rkey IN ${l}`}`, rkeys, signal);
       }
       await dropUncounted(plan.appId, ips, agents, signal);
       // ALTER … DELETE only queues a mutation: wait until every shard has

@@ -1,4 +1,4 @@
-import { rkeySql } from "../rows/request-row.js";
+import { requestsRead } from "../rows/request-row.js";
 import { termsSql } from "../rows/search-terms.js";
 import { sqlList, sqlString } from "../rows/sql-literal.js";
 import type { SqlClient } from "../sql-client.js";
@@ -33,7 +33,7 @@ export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFr
     const app_ = sqlString(app);
     const erasedKeys = new Set<string>();
     for (let at = 0; at < rkeys.length; at += perStatement) {
-      const versions = `(SELECT * FROM requests WHERE app = ${app_} AND ${rkeySql} IN ${sqlList(rkeys.slice(at, at + perStatement))})`;
+      const versions = requestsRead(`WHERE app = ${app_} AND rkey IN ${sqlList(rkeys.slice(at, at + perStatement))}`);
       const erased = await sql.rows<{ k: string; t: string }>(
         `SELECT DISTINCT toString(key) AS k, toString(sort_time) AS t FROM (${termsSql(versions, "postings")})`,
         signal,
@@ -44,7 +44,7 @@ export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFr
       const times = sqlList([...new Set(erased.map((e) => e.t))]);
       await sql.command(layout.alter("search_postings", `DELETE WHERE app = ${app_} AND key IN ${sqlList(keys)} AND sort_time IN ${times}`), signal);
       // The latest versions standing at these times (an erased request's is its tombstone: not indexed).
-      const standing = `(SELECT * FROM requests FINAL WHERE app = ${app_} AND sort_time IN ${times})`;
+      const standing = requestsRead(`FINAL WHERE app = ${app_} AND sort_time IN ${times}`);
       await sql.command(`INSERT INTO search_postings (app, day, key, sort_time) SELECT app, day, key, sort_time FROM (${termsSql(standing, "postings")})`, signal);
     }
     const all = [...erasedKeys];
