@@ -44,10 +44,11 @@ function cut(text: string): string {
 
 const nonNegative = (n: bigint) => (n > 0n ? Number(n) : 0);
 
-export function statsFactsOf(request: StatsFields): StatsFacts {
+/** `route`: the request's routeOf, when the caller has it already (a cache of its own). */
+export function statsFactsOf(request: StatsFields, route: string = routeOf(request)): StatsFacts {
   const statusClass = statusClassOf(request.status);
   return {
-    route: cut(routeOf(request)),
+    route: cut(route),
     statusClass,
     error: statusClass === 5,
     latencyUs: nonNegative(request.latency),

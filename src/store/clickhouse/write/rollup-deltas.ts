@@ -1,22 +1,28 @@
 import { latencyBucket } from "../../../domain/latency-histogram.js";
+import { routeOf } from "../../../routes/route-of.js";
 import { type StatsFacts, statsFactsOf } from "../../../write/stats-facts.js";
-import { hourOf } from "../rows/hours.js";
+import { hourText } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
 import { tsvNumbers, tsvStrings } from "../rows/tab-separated.js";
 
 
-/** What a version adds to the usage rollups (nothing once expired). */
-function usageShareOf(row: RequestRow | undefined) {
-  if (!row || row.deleted === 1) return undefined;
-  const hour = String(hourOf(BigInt(row.sort_time)));
-  return {
-    key: `${hour}\u0000${row.version_id}`,
-    hour,
-    version: row.version_id,
-    requests: row.has_record,
-    bytes: Number(row.record_bytes) + Number(row.line_bytes),
-    lines: Number(row.line_count),
-  };
+/** Routes of resources without a url_map_entry (routeOf, the forge's table: a function of the resource alone). */
+const routesOfResources = new Map<string, string>();
+/** At most this many kept, none longer than 512: a batch's resources repeat (the same pages and API paths), ids in paths make them unbounded. */
+const routesKept = 4096;
+const longestKept = 512;
+
+/** routeOf a row, its route table match made once per distinct resource (it was most of a finished row's Stats facts). */
+function routeOfRow(urlMapEntry: string, resource: string): string {
+  if (urlMapEntry !== "") return urlMapEntry;
+  if (resource.length > longestKept) return routeOf({ urlMapEntry, resource });
+  let route = routesOfResources.get(resource);
+  if (route === undefined) {
+    if (routesOfResources.size >= routesKept) routesOfResources.clear();
+    route = routeOf({ urlMapEntry, resource });
+    routesOfResources.set(resource, route);
+  }
+  return route;
 }
 
 /** The Stats facts of versions made or read in this process, each worked out once (its route match is most of the cost). */
@@ -38,49 +44,46 @@ export function rowStatsFacts(row: RequestRow): StatsFacts {
       responseSize: BigInt(row.response_size as string),
       ip: row.ip as string,
       userAgent: row.user_agent as string,
-    });
+    }, routeOfRow(row.url_map_entry as string, row.resource as string));
     factsOfRows.set(row, facts);
   }
   return facts;
 }
 
-/** Where a version counts in Stats: a finished request, by hour of its end, route, status class… (none otherwise). */
-function statsCellOf(row: RequestRow | undefined) {
-  if (!row || row.deleted === 1 || row.finished !== 1) return undefined;
+/** Where a finished version counts in Stats (by hour of its end, route, status class…), and what it adds there. */
+function statsCellOf(row: RequestRow, hour: string) {
   const facts = rowStatsFacts(row);
-  const hour = String(hourOf(BigInt(row.sort_time)));
   const bucket = latencyBucket(facts.latencyUs);
-  const { route, statusClass, userAgent } = facts;
   return {
     facts,
     hour,
-    module: row.module_id,
-    version: row.version_id,
+    row,
     bucket,
-    key: `${hour}\u0000${route}\u0000${row.module_id}\u0000${row.version_id}\u0000${statusClass}\u0000${userAgent}\u0000${bucket}`,
+    key: `${hour}\u0000${facts.route}\u0000${row.module_id}\u0000${row.version_id}\u0000${facts.statusClass}\u0000${facts.userAgent}\u0000${bucket}`,
   };
 }
 
-type StatsCell = NonNullable<ReturnType<typeof statsCellOf>>;
+type StatsCell = ReturnType<typeof statsCellOf>;
 
-/** One key's sums in a group (and, for Stats, the largest latency it adds). */
+/** One key's sums in a group: what the key is (`of`), and what it moves. */
 interface Sums<T> {
   of: T;
   requests: number;
   errors: number;
   bytes: number;
-  /** Usage: lines; Stats: the largest latency added. */
+  /** Usage: lines; Stats: the largest latency added; clients: 0. */
   extra: number;
 }
 
-function addTo<T>(map: Map<string, Sums<T>>, key: string, of: T, requests: number, errors: number, bytes: number, extra: number, max = false): void {
-  let sums = map.get(key);
-  if (!sums) map.set(key, (sums = { of, requests: 0, errors: 0, bytes: 0, extra: 0 }));
-  sums.requests += requests;
-  sums.errors += errors;
-  sums.bytes += bytes;
-  sums.extra = max ? Math.max(sums.extra, extra) : sums.extra + extra;
+/** A client's key: its hour, kind and name. */
+interface Client {
+  hour: string;
+  kind: number;
+  name: string;
 }
+
+/** A new key's sums, at zero (made only when a key first comes up: most changes fall on keys the group has). */
+const zero = <T>(of: T): Sums<T> => ({ of, requests: 0, errors: 0, bytes: 0, extra: 0 });
 
 /** The sums that move something (a key whose changes cancel out is left out). */
 const moving = <T>(map: Map<string, Sums<T>>) =>
@@ -117,30 +120,52 @@ const agentKind = 1;
  * rows they come from, stored with them or not at all.
  */
 export function createRollupDeltas(): RollupDeltas {
-  const usage = new Map<string, Sums<NonNullable<ReturnType<typeof usageShareOf>>>>();
+  const usage = new Map<string, Sums<{ hour: string; version: string }>>();
   const stats = new Map<string, Sums<StatsCell>>();
-  const clients = new Map<string, Sums<{ hour: string; kind: number; name: string }>>();
+  const clients = new Map<string, Sums<Client>>();
+
+  function moveClient(hour: string, kind: number, name: string, requests: number, errors: number): void {
+    const key = `${hour}\u0000${kind}\u0000${name}`;
+    let sums = clients.get(key);
+    if (!sums) clients.set(key, (sums = zero({ hour, kind, name })));
+    sums.requests += requests;
+    sums.errors += errors;
+  }
 
   function moveCell(sign: number, cell: StatsCell): void {
     const { facts, hour } = cell;
     const error = facts.error ? sign : 0;
+    let sums = stats.get(cell.key);
+    if (!sums) stats.set(cell.key, (sums = zero(cell)));
+    sums.requests += sign;
+    sums.errors += error;
+    sums.bytes += sign * facts.bytes;
     // A cell left keeps its largest latency (an upper bound, as Stats reads it).
-    addTo(stats, cell.key, cell, sign, error, sign * facts.bytes, sign > 0 ? facts.latencyUs : 0, true);
-    addTo(clients, `${hour}\u0000${ipKind}\u0000${facts.ip}`, { hour, kind: ipKind, name: facts.ip }, sign, error, 0, 0);
-    addTo(clients, `${hour}\u0000${agentKind}\u0000${facts.userAgent}`, { hour, kind: agentKind, name: facts.userAgent }, sign, error, 0, 0);
+    if (sign > 0 && facts.latencyUs > sums.extra) sums.extra = facts.latencyUs;
+    moveClient(hour, ipKind, facts.ip, sign, error);
+    moveClient(hour, agentKind, facts.userAgent, sign, error);
   }
 
-  function moveUsage(sign: number, share: ReturnType<typeof usageShareOf>): void {
-    if (share) addTo(usage, share.key, share, sign * share.requests, 0, sign * share.bytes, sign * share.lines);
+  /** What a version (not expired) adds to the usage rollups, `sign` 1, or takes out, -1. */
+  function moveUsage(sign: number, row: RequestRow, hour: string): void {
+    const key = `${hour}\u0000${row.version_id}`;
+    let sums = usage.get(key);
+    if (!sums) usage.set(key, (sums = zero({ hour, version: row.version_id })));
+    sums.requests += sign * row.has_record;
+    sums.bytes += sign * (Number(row.record_bytes) + Number(row.line_bytes));
+    sums.extra += sign * Number(row.line_count);
   }
 
   return {
     /** Adds what a change (`row` replacing `prev`) moves. */
     add(row: RequestRow, prev: RequestRow | undefined): void {
-      moveUsage(-1, usageShareOf(prev));
-      moveUsage(1, usageShareOf(row));
-      const joins = statsCellOf(row);
-      const leaves = statsCellOf(prev);
+      // An expired version counts nowhere; a version's hour is worked out once for both rollups.
+      const prevHour = prev !== undefined && prev.deleted !== 1 ? hourText(prev.sort_time) : undefined;
+      const rowHour = row.deleted !== 1 ? hourText(row.sort_time) : undefined;
+      if (prevHour !== undefined) moveUsage(-1, prev!, prevHour);
+      if (rowHour !== undefined) moveUsage(1, row, rowHour);
+      const joins = rowHour !== undefined && row.finished === 1 ? statsCellOf(row, rowHour) : undefined;
+      const leaves = prevHour !== undefined && prev!.finished === 1 ? statsCellOf(prev!, prevHour) : undefined;
       // A change that leaves the request where it counted (new lines, a late in-progress write) moves nothing.
       if (joins && leaves && joins.key === leaves.key && joins.facts.ip === leaves.facts.ip && joins.facts.error === leaves.facts.error &&
         joins.facts.bytes === leaves.facts.bytes && joins.facts.latencyUs === leaves.facts.latencyUs) return;
@@ -160,8 +185,8 @@ export function createRollupDeltas(): RollupDeltas {
       if (rollup === "stats") {
         const s = moving(stats);
         return [
-          tsvNumbers(s.map((x) => x.of.hour)), tsvStrings(s.map((x) => x.of.facts.route)), tsvStrings(s.map((x) => x.of.module)),
-          tsvStrings(s.map((x) => x.of.version)), tsvNumbers(s.map((x) => x.of.facts.statusClass)), tsvStrings(s.map((x) => x.of.facts.userAgent)),
+          tsvNumbers(s.map((x) => x.of.hour)), tsvStrings(s.map((x) => x.of.facts.route)), tsvStrings(s.map((x) => x.of.row.module_id)),
+          tsvStrings(s.map((x) => x.of.row.version_id)), tsvNumbers(s.map((x) => x.of.facts.statusClass)), tsvStrings(s.map((x) => x.of.facts.userAgent)),
           tsvNumbers(s.map((x) => x.of.bucket)), tsvNumbers(s.map((x) => x.requests)), tsvNumbers(s.map((x) => x.errors)),
           tsvNumbers(s.map((x) => x.bytes)), tsvNumbers(s.map((x) => x.extra)),
         ];
