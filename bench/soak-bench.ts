@@ -14,9 +14,9 @@
  * `every` seconds with what was acknowledged, split as Linux counts it
  * (anonymous memory: the JS heaps and SQLite's page caches; file pages
  * mapped: the program, its libraries and SQLite's WAL index); at the end,
- * the peak, the peaks of the first and last quarter, the errors, and
- * whether Usage counts every request acknowledged. With `history`, that
- * many requests of older forge traffic are stored first (in this process,
+ * the peak, the peaks of the first and last quarter, the errors, whether
+ * Usage counts every request acknowledged, and the server's CPU time. With
+ * `history`, that many requests of older forge traffic are stored first (in this process,
  * before the server starts), or the server starts on a copy of that
  * database file, so the soak meets a store whose indexes outgrow the page
  * caches from its first minute, as a long-lived one does.
@@ -154,6 +154,7 @@ async function main() {
 
   const samples: number[] = [];
   const began = Date.now();
+  const cpuBefore = server.cpuMicros();
   console.log(`soak: ${seconds} s, ${rate.toLocaleString()} records/s from ${writers} writers (10% rewrites), regex Reads 3 pages deep, Usage and Stats every second` +
     (history === "0" ? "" : `, on a store of ${/^\d+$/.test(history) ? `${Number(history).toLocaleString()} older requests` : `a copy of ${history}`}`));
   console.log(`RSS idle ${idle.toFixed(0)} MB`);
@@ -173,6 +174,7 @@ async function main() {
   // Every request acknowledged counts once in Usage (rewrites are the same requests).
   const counted = (await countedNow()) - older;
   const requests = counts.acknowledged - counts.rewrites;
+  const cpuMicros = server.cpuMicros() - cpuBefore;
   client.close();
   await server.stop();
   rmSync(dirname(path), { recursive: true, force: true });
@@ -182,6 +184,7 @@ async function main() {
   console.log(`\n${requests.toLocaleString()} requests acknowledged (${counts.rewrites.toLocaleString()} rewrites), ` +
     `${counts.reads.toLocaleString()} regex pages, ${counts.usage} Usage and ${counts.stats} Stats calls, ${counts.errors} errors`);
   for (const [text, n] of errors) console.log(`  error ×${n}: ${text}`);
+  console.log(`server CPU ${(cpuMicros / 1e6).toFixed(1)} s, all threads (${(cpuMicros / Math.max(1, counts.acknowledged)).toFixed(1)} µs a record acknowledged, Reads, Usage and Stats included)`);
   console.log(`Usage counts ${counted.toLocaleString()} requests: ${counted === requests ? "every one acknowledged, once" : "NOT the requests acknowledged"}`);
   console.log(`RSS idle ${idle.toFixed(0)} MB, peak ${peak.toFixed(0)} MB (goal ≤ 300 MB: ${peak <= 300 ? "met" : "not met"}); ` +
     `peak in the first quarter ${Math.max(...samples.slice(0, quarter)).toFixed(0)} MB, in the last ${Math.max(...samples.slice(-quarter)).toFixed(0)} MB`);

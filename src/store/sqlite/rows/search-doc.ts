@@ -104,11 +104,9 @@ let tokenBuffer = Buffer.allocUnsafe(4096);
  * a job of the group commit once enough are behind, or when writes pause:
  * write/search-catch-up.ts). A row
  * after the mark that is rewritten or deleted needs nothing done: its
- * document is made from what it holds when it is indexed. What the writes
- * stored in such rows is kept (`written`), so that `catchUp` reads back only
- * their ids (reading the columns back was a quarter of its cost); a row it
- * does not know of (written before a restart, or when a write failed and
- * `forget` dropped them) is read.
+ * document is made from what it holds when it is indexed, read back then
+ * (keeping the columns each write stored instead, for a few thousand rows,
+ * cost the garbage collector more than the reading: measured in-process).
  */
 export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRule): SearchIndex {
   const stop = createStopGramsWriter(db, stopGrams);
@@ -121,11 +119,9 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
     mark: db.prepare("UPDATE meta SET value = ? WHERE key = 'search_indexed'"),
   };
   // Prepared when first used: migration 006 indexes rows before `requests` has its present columns.
-  let behind: { ids: Database.Statement; row: Database.Statement } | undefined;
+  let behind: Database.Statement | undefined;
   stmt.start.run();
   let indexedUpTo = stmt.indexed.get() as bigint;
-  /** The document columns the writes stored in rows after the mark, by row id (`written`). */
-  const written = new Map<number, SearchDocColumns>();
 
   /** Indexes a row, and counts its grams for the stop grams, which may then stop some for rows from `nextId` on. */
   function add(row: SearchDocColumns, nextId: bigint): void {
@@ -151,25 +147,10 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
     catchUp(lastId: bigint, upTo = lastId): void {
       const to = upTo < lastId ? upTo : lastId;
       if (to <= indexedUpTo) return;
-      behind ??= {
-        ids: db.prepare("SELECT r.id FROM requests r WHERE r.id > ? AND r.id <= ? AND r.has_record = 1 ORDER BY r.id").pluck().safeIntegers(true),
-        row: db.prepare(`${searchDocSql} FROM requests r WHERE r.id = ?`).safeIntegers(true),
-      };
-      for (const id of behind.ids.all(indexedUpTo, to) as bigint[]) {
-        add(written.get(Number(id)) ?? (behind.row.get(id) as SearchDocColumns), lastId + 1n);
-      }
-      if (to === lastId) written.clear();
-      else for (const id of written.keys()) if (id <= to) written.delete(id);
+      behind ??= db.prepare(`${searchDocSql} FROM requests r WHERE r.id > ? AND r.id <= ? AND r.has_record = 1 ORDER BY r.id`).safeIntegers(true);
+      for (const row of behind.all(indexedUpTo, to) as SearchDocColumns[]) add(row, lastId + 1n);
       stmt.mark.run(to);
       indexedUpTo = to;
-    },
-    /**
-     * Notes the document columns a write stored in a row after the mark (a
-     * record inserted, or written over a row's), for `catchUp`. A row the
-     * index covers is kept by `add` and `replace` instead.
-     */
-    written(row: SearchDocColumns): void {
-      if (row.id > indexedUpTo) written.set(Number(row.id), row);
     },
     /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
     replace(old: SearchDocColumns, now: SearchDocColumns): void {
@@ -185,7 +166,6 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
       stmt.remove.run(row.id, searchDoc(row, stop.current()).tokens);
     },
     forget(): void {
-      written.clear();
       stop.forget();
       indexedUpTo = stmt.indexed.get() as bigint;
     },
@@ -209,12 +189,6 @@ export interface SearchIndex {
    * `lastId`, the last row id given out), and moves the mark there.
    */
   catchUp(lastId: bigint, upTo?: bigint): void;
-  /**
-   * Notes the document columns a write stored in a row after the mark (a
-   * record inserted, or written over a row's), for `catchUp`. A row the
-   * index covers is kept by `add` and `replace` instead.
-   */
-  written(row: SearchDocColumns): void;
   /** Indexes a row's new columns in place of its old ones (nothing to do when the document is the same). */
   replace(old: SearchDocColumns, now: SearchDocColumns): void;
   remove(row: SearchDocColumns): void;

@@ -137,8 +137,7 @@ export function createRequestWriter(
         own.added.length, newBytes, moduleSet, finishedSet, ...fields, own.blob,
       );
       if (inserted.changes === 1) {
-        // Its search document is made later, with others (search-doc.ts catchUp), from what it holds now.
-        search.written(docColumnsOf(changeSeq, fields, log.resource));
+        // Its search document is made later, with others (search-doc.ts catchUp).
         rollups.move(undefined, {
           appKey: app, versionKey, hour: hourOf(sortTime), requests: 1, bytes: recordBytes + newBytes, lines: own.added.length,
         });
@@ -173,8 +172,6 @@ export function createRequestWriter(
         const doc = docColumnsOf(existing.id, fields, log.resource);
         if (existing.has_record === 1n) search.replace(existing, doc);
         else search.add(doc, changeSeq + 1n);
-      } else {
-        search.written(docColumnsOf(existing.id, fields, log.resource));
       }
       rollups.move(shareOf(existing), shareOf({
         app_key: BigInt(app),
