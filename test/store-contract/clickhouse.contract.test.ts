@@ -476,6 +476,7 @@ describe("ClickHouse migration 003 (the rollups summed per group)", () => {
         { version: 4, name: "004-servers" },
         { version: 5, name: "005-search" },
         { version: 6, name: "006-column-diet" },
+        { version: 7, name: "007-coded-texts" },
       ]);
       expect(await columnsOf()).toEqual(expect.arrayContaining(["usage_requests", "stats_max_latency", "client_errors"]));
       expect(await columnsOf()).not.toContain("share_requests");
@@ -559,7 +560,7 @@ describe("ClickHouse migration 005 (the search index)", () => {
       backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100n, interpose: scans.interpose, searchIndex: "always" });
       try {
         const applied = await server.client.query({ query: `SELECT version FROM ${database}.schema_migrations ORDER BY version`, format: "JSONEachRow" });
-        expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }]);
+        expect(await applied.json()).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }, { version: 7 }]);
         expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["zip"], indexed: true });
         expect(await matching(backend, "ci-bot/proto/raw/go\\.mod")).toEqual({ ids: ["gone", "mod"], indexed: true });
         expect(await matching(backend, "curl/8\\.5")).toEqual({ ids: ["mod"], indexed: true });

@@ -143,6 +143,7 @@ describe("ClickHouse migration 006 (the column diet)", () => {
         { version: 4, name: "004-servers" },
         { version: 5, name: "005-search" },
         { version: 6, name: "006-column-diet" },
+        { version: 7, name: "007-coded-texts" },
       ]);
       expect(await query(`SELECT name FROM system.tables WHERE database = '${old}' AND name LIKE 'request_changes_4%'`)).toEqual([
         { name: "request_changes_4_requests" },

@@ -2,6 +2,7 @@ import type { Clock } from "../../clock.js";
 import type { AppLine } from "../../domain/records.js";
 import type { CommittedWrites } from "../committed-writes.js";
 import type { Store, WriteResult } from "../store.js";
+import { writeRecords } from "../write-records.js";
 import { decodePosition, encodePosition } from "./read/cursor.js";
 import type { GroupWork, Touch } from "./write/group-commit.js";
 import type { RecordReader } from "./read/record-reader.js";
@@ -62,12 +63,7 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
       return change<WriteResult>(
         {
           touches: records.map((r) => touch(r.log.appId, r.log.requestId, r.lines)),
-          apply(writer) {
-            const at = now();
-            let lines = 0;
-            for (const record of records) lines += writer.writeRecord(record, at);
-            return { records: records.length, lines };
-          },
+          apply: (writer) => writeRecords(writer, records, [], now()),
         },
         signal,
       );
@@ -80,13 +76,7 @@ export function createClickHouseStore(parts: ClickHouseStoreParts): Store {
             ...records.map((r) => touch(r.log.appId, r.log.requestId, r.lines)),
             ...flushes.map((f) => touch(f.request.appId, f.request.requestId, f.lines)),
           ],
-          apply(writer) {
-            const at = now();
-            let lines = 0;
-            for (const record of records) lines += writer.writeRecord(record, at);
-            for (const f of flushes) lines += writer.flushLines(f.request, f.lines, at);
-            return { records: records.length, lines };
-          },
+          apply: (writer) => writeRecords(writer, records, flushes, now()),
         },
         signal,
       );

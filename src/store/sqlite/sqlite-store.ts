@@ -2,7 +2,8 @@ import type Database from "better-sqlite3";
 import type { Clock } from "../../clock.js";
 import type { PreparedRecord, RequestLines } from "../../domain/records.js";
 import type { CommittedWrites } from "../committed-writes.js";
-import type { Store, WriteResult } from "../store.js";
+import type { Store } from "../store.js";
+import { writeRecords } from "../write-records.js";
 import { decodePosition, encodePosition } from "./read/cursor.js";
 import type { ReadPool } from "./read/read-pool.js";
 import type { EraseRequests } from "./write/request-eraser.js";
@@ -57,12 +58,7 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
   return {
     write(records, signal) {
       return change(
-        (): WriteResult => {
-          const at = now();
-          let lines = 0;
-          for (const record of records) lines += writer.writeRecord(record, at);
-          return { records: records.length, lines };
-        },
+        () => writeRecords(writer, records, [], now()),
         signal,
         queuedAs(records, []),
       );
@@ -70,13 +66,7 @@ export function createSqliteStore({ db, now, change, writer, reader, pool, liste
 
     ingest(records, flushes, signal) {
       return change(
-        (): WriteResult => {
-          const at = now();
-          let lines = 0;
-          for (const record of records) lines += writer.writeRecord(record, at);
-          for (const f of flushes) lines += writer.flushLines(f.request, f.lines, at);
-          return { records: records.length, lines };
-        },
+        () => writeRecords(writer, records, flushes, now()),
         signal,
         queuedAs(records, flushes),
       );

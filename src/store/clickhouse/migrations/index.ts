@@ -5,6 +5,7 @@ import m003 from "./003-group-rollups.js";
 import m004 from "./004-servers.js";
 import m005 from "./005-search.js";
 import m006 from "./006-column-diet.js";
+import m007 from "./007-coded-texts.js";
 
 /**
  * The ordered migrations: applied by version, each once (migrate.ts). The
@@ -18,4 +19,5 @@ export const migrations: readonly { version: number; name: string; statements: (
   { version: 4, name: "004-servers", statements: m004 },
   { version: 5, name: "005-search", statements: m005 },
   { version: 6, name: "006-column-diet", statements: m006 },
+  { version: 7, name: "007-coded-texts", statements: m007 },
 ];

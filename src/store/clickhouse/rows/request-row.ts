@@ -286,6 +286,44 @@ export function storedIp(ip: string): string {
 /** How the requests' view stores rkey (migration 006). */
 export const storedRkeySql = "if(rkey = seq, toUInt64(0), rkey)";
 
+/**
+ * Methods and HTTP versions \`requests\` keeps as a one-character code
+ * since migration 007: the character 0x10 + the value's index here (at most
+ * 15 a column; the lists may only grow, at their ends). Any other text is
+ * kept as it is, behind 0x1F when it starts with a control character (so
+ * that no text reads as a code). Set by the requests' view (SQL), with bit
+ * 62 of \`set_fields\` (\`codedFlag\`: field numbers stay below 53) on
+ * the rows it stores so: rows stored before keep their texts, which read as
+ * they are whatever they hold. request_changes and what its other views
+ * read keep the texts.
+ */
+export const codedValues = {
+  method: ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "CONNECT", "TRACE"],
+  http_version: ["HTTP/1.1", "HTTP/2.0", "HTTP/1.0", "HTTP/2", "HTTP/3", "HTTP/0.9"],
+} as const;
+type CodedColumn = keyof typeof codedValues;
+const codedFlag = "toUInt64(4611686018427387904)";
+const sqlArray = (values: readonly string[]) => `[${values.map((v) => `'${v}'`).join(", ")}]`;
+const codes = (column: CodedColumn) => sqlArray(codedValues[column].map((_, i) => `\\x${(0x10 + i).toString(16)}`));
+
+/** How the requests' view stores a coded column (migration 007). */
+const storedCodeSql = (column: CodedColumn) =>
+  `transform(${column}, ${sqlArray(codedValues[column])}, ${codes(column)},
+    if(${column} != '' AND substring(${column}, 1, 1) < '\\x20', concat('\\x1f', ${column}), ${column}))`;
+
+/** What the requests' view makes of each column of request_changes (migrations 006 and 007): every other column is stored as it is. */
+export const storedColumnSql: Readonly<Record<string, string>> = {
+  rkey: storedRkeySql,
+  method: storedCodeSql("method"),
+  http_version: storedCodeSql("http_version"),
+  set_fields: `bitOr(set_fields, ${codedFlag})`,
+};
+
+/** A coded column's text, from what \`requests\` holds (set_fields, as stored, tells the two forms apart). */
+const codedReadSql = (column: CodedColumn) =>
+  `if(bitAnd(set_fields, ${codedFlag}) = 0, ${column},
+    transform(${column}, ${codes(column)}, ${sqlArray(codedValues[column])}, if(substring(${column}, 1, 1) = '\\x1f', substring(${column}, 2), ${column})))`;
+
 const ipByte = (at: number) => `reinterpretAsUInt8(substring(ip, ${at}, 1))`;
 /** The value as written of each column \`requests\` keeps in a form of its own: SQL over the stored column of that name. */
 const storedForms: Record<string, string> = {
@@ -293,7 +331,12 @@ const storedForms: Record<string, string> = {
   ip: `if(length(ip) = 5 AND ip >= '\\x01' AND ip < '\\x11',
   IPv4NumToString(toUInt32((${ipByte(1)} - 1) * 268435456 + ${ipByte(2)} * 2097152 + ${ipByte(3)} * 16384 + ${ipByte(4)} * 128 + ${ipByte(5)})),
   if(substring(ip, 1, 1) = '\\x1f', substring(ip, 2), ip))`,
+  method: codedReadSql("method"),
+  http_version: codedReadSql("http_version"),
 };
+
+/** A column's value as written, in SQL over the stored columns (what requestsRead selects under its name; a test's rows as an older build stored them). */
+export const readBackSql = (column: string) => storedForms[column] ?? column;
 
 /** Every column of \`requests\`, as written, under its own name (an alias named after the column it reads: the stored one). */
 export const requestColumnsSql = requestsColumns.map((c) => (c in storedForms ? `${storedForms[c]} AS ${c}` : c)).join(", ");

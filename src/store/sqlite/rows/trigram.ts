@@ -9,6 +9,12 @@ export type Gram = number | string;
 
 const isAsciiCode = (code: number) => code < 0x80;
 
+/** Whether every character of `text` is ASCII (then its grams are numbers, one a character triple). */
+function isAsciiText(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (!isAsciiCode(text.charCodeAt(i))) return false;
+  return true;
+}
+
 /** The Gram of a trigram's text. */
 export function gramOf(text: string): Gram {
   if (text.length === 3) {
@@ -28,14 +34,7 @@ export function gramText(gram: Gram): string {
 /** Adds the distinct trigrams of `text` to `grams`, in the order they first occur. */
 export function addTrigrams(text: string, grams: Set<Gram>): void {
   const n = text.length;
-  let ascii = true;
-  for (let i = 0; i < n; i++) {
-    if (!isAsciiCode(text.charCodeAt(i))) {
-      ascii = false;
-      break;
-    }
-  }
-  if (ascii) {
+  if (isAsciiText(text)) {
     if (n < 3) return;
     let gram = (text.charCodeAt(0) << 7) | text.charCodeAt(1);
     for (let i = 2; i < n; i++) {
@@ -72,14 +71,7 @@ export function distinctGrams(texts: readonly string[]): readonly Gram[] {
   let others: Set<Gram> | undefined;
   for (const text of texts) {
     const n = text.length;
-    let ascii = true;
-    for (let i = 0; i < n; i++) {
-      if (!isAsciiCode(text.charCodeAt(i))) {
-        ascii = false;
-        break;
-      }
-    }
-    if (!ascii) {
+    if (!isAsciiText(text)) {
       // Rare: code points, as addTrigrams takes them; its ASCII grams are stamped as the others.
       const set = new Set<Gram>();
       addTrigrams(text, set);
