@@ -154,6 +154,21 @@ export async function startClickHouse(options: ClickHouseServerOptions = {}): Pr
 }
 
 /**
+ * The rows a statement returns (JSONEachRow), none for an INSERT. With
+ * `database`, it runs there: its unqualified table names (requestsRead's
+ * `requests`) are that database's.
+ */
+export async function queryRows<T>(server: ClickHouseServer, sql: string, database?: string): Promise<T[]> {
+  const client = database === undefined ? server.client : createClient({ url: server.url, database, log: { level: ClickHouseLogLevel.OFF } });
+  try {
+    if (sql.startsWith("INSERT")) return (await client.command({ query: sql }), []);
+    return (await (await client.query({ query: sql, format: "JSONEachRow" })).json()) as T[];
+  } finally {
+    if (client !== server.client) await client.close();
+  }
+}
+
+/**
  * A database as an older build left it: `name` made by the migrations up to
  * `version` only, then the rows of `tables` copied from `source` (written by
  * today's backend; the tables whose columns the later migrations keep).

@@ -1,7 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LogLineSchema, LogReadRequestSchema, LogUsageRequestSchema, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { parseIpRange } from "../../src/domain/ip-range.js";
@@ -14,7 +13,7 @@ import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-bac
 import { requestsRead, selectRequests, selectStoredAsWritten, storedIp } from "../../src/store/clickhouse/rows/request-row.js";
 import { sqlString } from "../../src/store/clickhouse/rows/sql-literal.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
-import { type ClickHouseServer, olderDatabase, startClickHouse } from "../helpers/clickhouse-server.js";
+import { type ClickHouseServer, olderDatabase, queryRows, startClickHouse } from "../helpers/clickhouse-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 
 vi.setConfig({ hookTimeout: 600_000, testTimeout: 360_000 });
@@ -29,17 +28,9 @@ afterAll(async () => {
 
 const signal = new AbortController().signal;
 type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
-const query = async <T>(sql: string) => (await (await server.client.query({ query: sql, format: "JSONEachRow" })).json()) as T[];
-/** A statement run in a database (requestsRead names \`requests\` unqualified): its rows, none for an INSERT. */
-async function queryIn<T>(database: string, sql: string): Promise<T[]> {
-  const client = createClient({ url: server.url, database, log: { level: ClickHouseLogLevel.OFF } });
-  try {
-    if (sql.startsWith("INSERT")) return (await client.command({ query: sql }), []);
-    return (await (await client.query({ query: sql, format: "JSONEachRow" })).json()) as T[];
-  } finally {
-    await client.close();
-  }
-}
+const query = <T>(sql: string) => queryRows<T>(server, sql);
+/** A statement run in a database (requestsRead names `requests` unqualified). */
+const queryIn = <T>(database: string, sql: string) => queryRows<T>(server, sql, database);
 
 const ips = ["10.0.0.1", "0.0.0.0", "255.255.255.255", "192.168.7.128", "127.0.0.1", "10.0.0.01", "::1", "2001:db8::7", "", "\u0001x", "\u001fy"];
 

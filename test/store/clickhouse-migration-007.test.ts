@@ -1,5 +1,4 @@
 import { create } from "@bufbuild/protobuf";
-import { ClickHouseLogLevel, createClient } from "@clickhouse/client";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LogReadRequestSchema, LogUsageRequestSchema, StatsRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { defaultLimits } from "../../src/limits.js";
@@ -13,7 +12,7 @@ import { columnNames } from "../../src/store/clickhouse/migrations/001-init.js";
 import { readBackSql, requestsRead } from "../../src/store/clickhouse/rows/request-row.js";
 import { sqlString } from "../../src/store/clickhouse/rows/sql-literal.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
-import { type ClickHouseServer, olderDatabase, startClickHouse } from "../helpers/clickhouse-server.js";
+import { type ClickHouseServer, olderDatabase, queryRows, startClickHouse } from "../helpers/clickhouse-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 
 vi.setConfig({ hookTimeout: 600_000, testTimeout: 360_000 });
@@ -28,17 +27,9 @@ afterAll(async () => {
 
 const signal = new AbortController().signal;
 type Opened = Awaited<ReturnType<typeof openClickHouseBackend>>;
-const query = async <T>(sql: string) => (await (await server.client.query({ query: sql, format: "JSONEachRow" })).json()) as T[];
-/** A statement run in a database (requestsRead names `requests` unqualified): its rows, none for an INSERT. */
-async function queryIn<T>(database: string, sql: string): Promise<T[]> {
-  const client = createClient({ url: server.url, database, log: { level: ClickHouseLogLevel.OFF } });
-  try {
-    if (sql.startsWith("INSERT")) return (await client.command({ query: sql }), []);
-    return (await (await client.query({ query: sql, format: "JSONEachRow" })).json()) as T[];
-  } finally {
-    await client.close();
-  }
-}
+const query = <T>(sql: string) => queryRows<T>(server, sql);
+/** A statement run in a database (requestsRead names `requests` unqualified). */
+const queryIn = <T>(database: string, sql: string) => queryRows<T>(server, sql, database);
 
 /** The rows of `database`'s requests as 006 stored them: method and HTTP version as their texts, set_fields without 007's mark. */
 const as006 = (database: string) => {
