@@ -46,48 +46,50 @@ export function missingRequiredFields(
   allowMissing: ReadonlySet<string> = new Set(),
   prefix = "",
 ): string[] {
-  // Nearly every message has them all: found so without making a path.
-  if (complete(schema, message, allowMissing)) return [];
+  // Nearly every message has them all: found so by a walk that makes no path.
+  if (walk(schema, message, allowMissing)) return [];
   const missing: string[] = [];
-  const values = message as unknown as Record<string, unknown>;
-  const { required, qualified, nested } = shapeOf(schema);
-  for (let i = 0; i < required.length; i++) {
-    const field = required[i]!;
-    if (!Object.hasOwn(values, field.localName) && !allowMissing.has(qualified[i]!)) missing.push(prefix + field.name);
-  }
-  for (const field of nested) {
-    const value = values[field.localName];
-    if (field.fieldKind === "list") {
-      (value as Message[]).forEach((item, i) => {
-        missing.push(...missingRequiredFields(field.message!, item, allowMissing, `${prefix}${field.name}[${i}].`));
-      });
-    } else if (value !== undefined && Object.hasOwn(values, field.localName)) {
-      missing.push(...missingRequiredFields(field.message!, value as Message, allowMissing, `${prefix}${field.name}.`));
-    } else if (field.presence === LEGACY_REQUIRED) {
-      missing.push(prefix + field.name);
-    }
-  }
+  walk(schema, message, allowMissing, missing, prefix);
   return missing;
 }
 
-/** Whether missingRequiredFields finds none. */
-function complete(schema: DescMessage, message: Message, allowMissing: ReadonlySet<string>): boolean {
+/**
+ * Walks a message for required fields that are not set, and returns
+ * whether it found none. With `missing`, each one's path (after `prefix`)
+ * is pushed there and the walk goes on; without, it stops at the first,
+ * and no path is made.
+ */
+function walk(schema: DescMessage, message: Message, allowMissing: ReadonlySet<string>, missing?: string[], prefix = ""): boolean {
   const values = message as unknown as Record<string, unknown>;
   const { required, qualified, nested } = shapeOf(schema);
+  let none = true;
   for (let i = 0; i < required.length; i++) {
-    if (!Object.hasOwn(values, required[i]!.localName) && !allowMissing.has(qualified[i]!)) return false;
+    const field = required[i]!;
+    if (Object.hasOwn(values, field.localName) || allowMissing.has(qualified[i]!)) continue;
+    if (missing === undefined) return false;
+    none = false;
+    missing.push(prefix + field.name);
   }
   for (const field of nested) {
     const value = values[field.localName];
     if (field.fieldKind === "list") {
-      for (const item of value as Message[]) if (!complete(field.message!, item, allowMissing)) return false;
+      const items = value as Message[];
+      for (let i = 0; i < items.length; i++) {
+        if (walk(field.message!, items[i]!, allowMissing, missing, missing && `${prefix}${field.name}[${i}].`)) continue;
+        if (missing === undefined) return false;
+        none = false;
+      }
     } else if (value !== undefined && Object.hasOwn(values, field.localName)) {
-      if (!complete(field.message!, value as Message, allowMissing)) return false;
+      if (walk(field.message!, value as Message, allowMissing, missing, missing && `${prefix}${field.name}.`)) continue;
+      if (missing === undefined) return false;
+      none = false;
     } else if (field.presence === LEGACY_REQUIRED) {
-      return false;
+      if (missing === undefined) return false;
+      none = false;
+      missing.push(prefix + field.name);
     }
   }
-  return true;
+  return none;
 }
 
 /** The one message for required fields a request left unset (paths as missingRequiredFields gives them). */
