@@ -26,5 +26,25 @@ export function collapsePath(resource: string): string {
  */
 export function routeOf(request: { urlMapEntry: string; resource: string }, routes: RouteTable = forgeRouteTable): string {
   if (request.urlMapEntry !== "") return request.urlMapEntry;
-  return routes.match(request.resource) ?? collapsePath(request.resource);
+  const { resource } = request;
+  if (routes !== forgeRouteTable || resource.length > longestKept) return routeByTable(resource, routes);
+  let route = forgeRoutes.get(resource);
+  if (route === undefined) {
+    if (forgeRoutes.size >= routesKept) forgeRoutes.clear();
+    route = routeByTable(resource, routes);
+    forgeRoutes.set(resource, route);
+  }
+  return route;
 }
+
+const routeByTable = (resource: string, routes: RouteTable) => routes.match(resource) ?? collapsePath(resource);
+
+/**
+ * The forge table's routes of resources met lately: the writers' Stats
+ * facts take a route for every finished request, and a batch's resources
+ * repeat (the same pages and API paths), so each is matched once. At most
+ * routesKept, none longer than longestKept: ids in paths make them unbounded.
+ */
+const forgeRoutes = new Map<string, string>();
+const routesKept = 4096;
+const longestKept = 512;

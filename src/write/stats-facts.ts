@@ -44,11 +44,10 @@ function cut(text: string): string {
 
 const nonNegative = (n: bigint) => (n > 0n ? Number(n) : 0);
 
-/** `route`: the request's routeOf, when the caller has it already (a cache of its own). */
-export function statsFactsOf(request: StatsFields, route: string = routeOf(request)): StatsFacts {
+export function statsFactsOf(request: StatsFields): StatsFacts {
   const statusClass = statusClassOf(request.status);
   return {
-    route: cut(route),
+    route: cut(routeOf(request)),
     statusClass,
     error: statusClass === 5,
     latencyUs: nonNegative(request.latency),

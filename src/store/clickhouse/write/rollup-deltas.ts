@@ -1,29 +1,9 @@
 import { latencyBucket } from "../../../domain/latency-histogram.js";
-import { routeOf } from "../../../routes/route-of.js";
 import { type StatsFacts, statsFactsOf } from "../../../write/stats-facts.js";
 import { hourText } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
 import { tsvNumbers, tsvStrings } from "../rows/tab-separated.js";
 
-
-/** Routes of resources without a url_map_entry (routeOf, the forge's table: a function of the resource alone). */
-const routesOfResources = new Map<string, string>();
-/** At most this many kept, none longer than 512: a batch's resources repeat (the same pages and API paths), ids in paths make them unbounded. */
-const routesKept = 4096;
-const longestKept = 512;
-
-/** routeOf a row, its route table match made once per distinct resource (it was most of a finished row's Stats facts). */
-function routeOfRow(urlMapEntry: string, resource: string): string {
-  if (urlMapEntry !== "") return urlMapEntry;
-  if (resource.length > longestKept) return routeOf({ urlMapEntry, resource });
-  let route = routesOfResources.get(resource);
-  if (route === undefined) {
-    if (routesOfResources.size >= routesKept) routesOfResources.clear();
-    route = routeOf({ urlMapEntry, resource });
-    routesOfResources.set(resource, route);
-  }
-  return route;
-}
 
 /** The Stats facts of versions made or read in this process, each worked out once (its route match is most of the cost). */
 const factsOfRows = new WeakMap<RequestRow, StatsFacts>();
@@ -44,7 +24,7 @@ export function rowStatsFacts(row: RequestRow): StatsFacts {
       responseSize: BigInt(row.response_size as string),
       ip: row.ip as string,
       userAgent: row.user_agent as string,
-    }, routeOfRow(row.url_map_entry as string, row.resource as string));
+    });
     factsOfRows.set(row, facts);
   }
   return facts;
