@@ -7,7 +7,7 @@
  * distributed_ddl, macros).
  */
 import { type ClickHouseServer, freeClickHousePorts, startClickHouse } from "./clickhouse-server.js";
-import { freePort } from "./local-process.js";
+import { freePort, isPortClash } from "./local-process.js";
 import { startZooKeeper, type ZooKeeper } from "./zookeeper.js";
 
 export interface ClickHouseCluster {
@@ -22,7 +22,22 @@ export interface ClickHouseClusterOptions {
   keep?: boolean;
 }
 
+/**
+ * Starts the cluster; when a port its configs name was taken before its
+ * server bound it, starts again on other ports (at most three times).
+ */
 export async function startClickHouseCluster(options: ClickHouseClusterOptions = {}): Promise<ClickHouseCluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOnce(options);
+    } catch (err) {
+      if (attempt >= 3 || !isPortClash(err)) throw err;
+      console.log(`ClickHouse cluster: a port was taken before its server bound it; starting again on other ports (${attempt + 1}/3)`);
+    }
+  }
+}
+
+async function startClusterOnce(options: ClickHouseClusterOptions): Promise<ClickHouseCluster> {
   const name = "reqlog_test";
   const shards = options.shards ?? 2;
   const ports = await Promise.all(Array.from({ length: shards }, () => freeClickHousePorts()));

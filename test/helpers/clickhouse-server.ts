@@ -12,7 +12,7 @@ import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickh
 import { migrate } from "../../src/store/clickhouse/migrate.js";
 import { createSqlClient } from "../../src/store/clickhouse/sql-client.js";
 import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
-import { freePort, startLocalProcess, withDebianPackage } from "./local-process.js";
+import { freePort, isPortClash, startLocalProcess, withDebianPackage } from "./local-process.js";
 
 export interface ClickHouseServer {
   /** Its HTTP interface, e.g. http://127.0.0.1:41234. */
@@ -80,6 +80,18 @@ const mergeTreeConfig = (seconds?: number) =>
 
 /** Starts a ClickHouse server of its own on loopback; throws (with its output) when it cannot. */
 export async function startClickHouse(options: ClickHouseServerOptions = {}): Promise<ClickHouseServer> {
+  if (options.ports) return startOnce(options);
+  // Ports of its own choosing: another listener may take one between the pick and the bind.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(options);
+    } catch (err) {
+      if (attempt >= 3 || !isPortClash(err)) throw err;
+    }
+  }
+}
+
+async function startOnce(options: ClickHouseServerOptions): Promise<ClickHouseServer> {
   const binary = clickhouseBinary();
   // On the disk, not /dev/shm: a test server's many tiny parts took 1.4 GB each
   // and filled the CI machine's shared memory while several servers ran.

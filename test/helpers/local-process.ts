@@ -5,16 +5,56 @@
  * failing run cannot leave behind.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
-/** A port free on 127.0.0.1 now. */
-export function freePort(): Promise<number> {
+/**
+ * A port free on 127.0.0.1 now, drawn at random from below the kernel's
+ * ephemeral range. A port the kernel hands out (listen on 0) can be taken
+ * again by any process's outgoing connection before the server that a config
+ * names it for binds it (a CI run lost a ClickHouse cluster that way);
+ * below the range only a listener can take it.
+ */
+export async function freePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  const from = Math.max(1024, low - 12_288);
+  for (let attempt = 0; attempt < 64; attempt++) {
+    const port = from + Math.floor(Math.random() * (low - from));
+    if (await canListen(port)) return port;
+  }
+  return listenOnce(0);
+}
+
+/** Whether a port is in use by another listener now: the clash a server's start reports. */
+export function isPortClash(err: unknown): boolean {
+  return /address already in use|EADDRINUSE/i.test(String(err instanceof Error ? err.message : err));
+}
+
+/** The kernel's ephemeral port range (Linux's default when it cannot be read). */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+    if (low! > 1024 && high! >= low!) return [low!, high!];
+  } catch {
+    // not Linux: the default below
+  }
+  return [32768, 60999];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return listenOnce(port).then(
+    () => true,
+    () => false,
+  );
+}
+
+function listenOnce(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
+    server.listen(port, "127.0.0.1", () => {
+      const { port: bound } = server.address() as { port: number };
+      server.close(() => resolve(bound));
     });
   });
 }
