@@ -44,6 +44,8 @@ export interface ClickHouseServerOptions {
    * also how often the cleanup looks for them when given: a test that checks erased bytes leave the folder.
    */
   oldPartsLifetime?: number;
+  /** Log every query in `system.query_log` (flushed every second): what a test reads of each statement. */
+  logQueries?: boolean;
 }
 
 export interface ClickHousePorts {
@@ -117,6 +119,7 @@ async function startOnce(options: ClickHouseServerOptions): Promise<ClickHouseSe
   <default_database>default</default_database>
   <mark_cache_size>536870912</mark_cache_size>
   <merge_tree>${mergeTreeConfig(options.oldPartsLifetime)}</merge_tree>
+  ${options.logQueries ? "<query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>" : ""}
   ${options.extraConfig ?? ""}
 </yandex>
 `,
@@ -124,7 +127,7 @@ async function startOnce(options: ClickHouseServerOptions): Promise<ClickHouseSe
   writeFileSync(
     join(dir, "users.xml"),
     `<yandex>
-  <profiles><default></default></profiles>
+  <profiles><default>${options.logQueries ? "<log_queries>1</log_queries>" : ""}</default></profiles>
   <users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
   <quotas><default></default></quotas>
 </yandex>

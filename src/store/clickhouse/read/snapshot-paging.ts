@@ -316,42 +316,43 @@ export function createSnapshotPaging(
 
   /**
    * The scan of unchanged records for a combined_log_regex, from its
-   * candidates in the search index (search-index.ts): the positions at the
-   * snapshot (`scope`) of the sort times under its keys, newest first from
-   * the cursor (one query), then the latest versions of those requests
-   * tested with every filter (RE2 among them), a round of candidates at a
-   * time until the page is full. It examines only candidates, so the budget
-   * never stops it.
+   * candidates in the search index (search-index.ts), a round of candidates
+   * at a time (newest first from the cursor) until the page is full, each
+   * round one statement that reads only what its candidates lie in: their
+   * sort times under the keys (`search_postings`, by its key), the ids of
+   * the requests that stood there (`positions` by its key, without FINAL:
+   * any version that stood there names its request), and the latest
+   * versions of those requests (`requests` by its key: the ids first, in
+   * PREWHERE, so that the other columns are read only where they are),
+   * kept when they are unchanged since the snapshot (`scope`: the latest
+   * version is held by it, so the request stands where that version put
+   * it), stand at one of the round's sort times and pass every filter (RE2
+   * among them). A request that changed since is among the changed records
+   * (changedSince). It examines only candidates, so the budget never stops
+   * it; the rows come whole, and a page takes them as they are when no
+   * version of the app was stored past the snapshot since.
    */
   async function indexedScan(found: SearchKeys, plan: ReadPlan, scope: readonly string[], after: ClickHouseCursor | undefined, signal: AbortSignal) {
     const hits: ScanRow[] = [];
     if (found.keys.length === 0) return hits;
+    const app = `app = ${sqlString(plan.appId)}`;
     const range = [...timeRange(plan), ...(after ? [`sort_time <= ${sqlInt(after.sortTime)}`] : [])];
     const filters = planFilters(plan);
-    // (On a cluster the candidates are found once, on every shard's
-    // postings, then sent to every shard's positions: inSet.) The postings
-    // counted are an upper bound of the candidates: the rounds end by then.
+    // The postings counted are an upper bound of the candidates: the rounds
+    // end by then. (On a cluster each set is found once, on every shard's
+    // rows, then sent to every shard: inSet.)
     for (let i = 0; i < found.postings && hits.length < plan.count + 1; i += candidatesPerRound) {
-      const standing = await sql.rows<Hit>(
-        `SELECT sort_time, rkey, request_id, seq FROM positions FINAL
-         WHERE ${and([...scope, `sort_time ${inSet} (
-           SELECT DISTINCT sort_time FROM search_postings
-           WHERE ${and([`app = ${sqlString(plan.appId)}`, `key IN ${sqlList(found.keys)}`, ...range])}
-           ORDER BY sort_time DESC LIMIT ${sqlInt(i)}, ${sqlInt(candidatesPerRound)})`])}`,
+      const round = `SELECT DISTINCT sort_time FROM search_postings
+        WHERE ${and([app, `key IN ${sqlList(found.keys)}`, ...range])}
+        ORDER BY sort_time DESC LIMIT ${sqlInt(i)}, ${sqlInt(candidatesPerRound)}`;
+      const stood = `SELECT request_id FROM positions PREWHERE ${app} AND sort_time ${inSet} (${round})`;
+      const rows = await sql.rows<RequestRow>(
+        `SELECT * FROM ${requestsRead(`PREWHERE ${app} AND request_id ${inSet} (${stood}) ORDER BY request_id, seq DESC LIMIT 1 BY request_id`)}
+         WHERE ${and([...scope, `sort_time ${inSet} (${round})`, ...filters])}`,
         signal,
       );
-      if (standing.length === 0) continue;
-      const latest = await records.byIds(plan.appId, standing.map((p) => p.request_id), filters, signal);
-      const matching = new Map(latest.map((r) => [r.request_id, r]));
-      const matched = standing
-        .filter((p) => matching.get(p.request_id)?.seq === p.seq)
-        .map((p): ScanRow => ({
-          sortTime: BigInt(p.sort_time),
-          rkey: BigInt(p.rkey),
-          requestId: p.request_id,
-          matches: true,
-          row: matching.get(p.request_id),
-        }))
+      const matched = rows
+        .map((row): ScanRow => ({ sortTime: BigInt(row.sort_time), rkey: BigInt(row.rkey), requestId: row.request_id, matches: true, row }))
         .sort((a, b) => (newer(a, b) ? -1 : 1));
       hits.push(...matched);
     }
