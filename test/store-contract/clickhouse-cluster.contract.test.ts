@@ -1,11 +1,14 @@
 import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
-import { LogLineSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { LogLineSchema, LogReadRequestSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import { createOffsetCodec } from "../../src/query/offset-codec.js";
+import { planRead } from "../../src/query/read-plan.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { defaultLimits } from "../../src/limits.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { type ClickHouseCluster, startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
+import { isScan, queryCounter } from "../helpers/query-counter.js";
 import { openAlternating } from "./alternating-backend.js";
 import { clickhouseRuns, describeStoreContract, reopenable } from "./contract.js";
 
@@ -93,6 +96,51 @@ describe("a ClickHouse cluster of two shards", () => {
       expect(stored.map((r) => r.line.map((l) => l.logMessage))).toEqual(Array.from({ length: 40 }, () => ["line one", "line two"]));
     } finally {
       await backend.close();
+    }
+  });
+
+  it("answers a regex Read through the search index as a scan does, page by page while writes go on", async () => {
+    await emptyShards();
+    const signal = new AbortController().signal;
+    const scans = queryCounter(isScan);
+    const indexed = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, searchIndex: "always", interpose: scans.interpose });
+    const scanned = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, searchIndex: "never" });
+    try {
+      const log = (i: number, status: number) =>
+        prepareRequestLog(
+          minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i), resource: i % 8 === 0 ? "/rare/needle.txt" : `/api/v1/items/${i}`, status }),
+          defaultLimits,
+          "log",
+        );
+      await indexed.store.write(Array.from({ length: 40 }, (_, i) => log(i, i % 16 === 0 ? 500 : 200)), signal);
+      const pages = async (backend: typeof indexed) => {
+        const offsets = createOffsetCodec(await backend.store.offsetKey(signal));
+        const ids: string[] = [];
+        let after: Uint8Array | undefined;
+        let written = false;
+        do {
+          const request = create(LogReadRequestSchema, {
+            appId: "forge", count: 1n, combinedLogRegex: '/rare/needle\\.txt" 500 ',
+            ...(after && { offset: { requestId: offsets.encode("forge", after) } }),
+          });
+          const page = await backend.store.read(planRead(request, defaultLimits, offsets), signal);
+          ids.push(...page.records.map((r) => new TextDecoder().decode(r.log.requestId)));
+          after = page.next;
+          if (!written) {
+            // A match written again after the first page: it stays where it stood at the snapshot.
+            await backend.store.write([log(16, 500)], signal);
+            written = true;
+          }
+        } while (after);
+        return ids;
+      };
+      const fromIndex = await pages(indexed);
+      expect(fromIndex).toEqual(["r32", "r16", "r0"]);
+      expect(scans.seen).toBe(0);
+      expect(await pages(scanned)).toEqual(fromIndex);
+    } finally {
+      await indexed.close();
+      await scanned.close();
     }
   });
 });
