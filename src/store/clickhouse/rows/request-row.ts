@@ -275,12 +275,37 @@ const ipEscape = "\x1f";
 
 /** \`ip\` as requests stores it (the writer's side of \`storedForms.ip\`). */
 export function storedIp(ip: string): string {
-  const parts = ip.split(".");
-  if (parts.length === 4 && parts.every((p) => /^(0|[1-9][0-9]{0,2})$/.test(p) && Number(p) < 256)) {
-    const n = parts.reduce((a, p) => a * 256 + Number(p), 0);
-    return String.fromCharCode(1 + Math.floor(n / 2 ** 28), (n >>> 21) & 127, (n >>> 14) & 127, (n >>> 7) & 127, n & 127);
-  }
+  const n = dottedIpv4(ip);
+  if (n >= 0) return String.fromCharCode(1 + Math.floor(n / 2 ** 28), (n >>> 21) & 127, (n >>> 14) & 127, (n >>> 7) & 127, n & 127);
   return ip !== "" && ip.charCodeAt(0) < 0x20 ? ipEscape + ip : ip;
+}
+
+/**
+ * A canonical dotted IPv4 address's number (4 parts, each 0 or 1–3 digits
+ * without a leading zero, below 256); -1 for any other text. Read character
+ * by character: it runs for every record stored (a split, a regex a part
+ * and a reduce took ~1 µs).
+ */
+function dottedIpv4(ip: string): number {
+  let n = 0;
+  let part = 0;
+  let digits = 0;
+  let parts = 0;
+  for (let i = 0; i <= ip.length; i++) {
+    const c = i < ip.length ? ip.charCodeAt(i) : 0x2e;
+    if (c === 0x2e /* . */) {
+      if (digits === 0 || part > 255 || ++parts > 4) return -1;
+      n = n * 256 + part;
+      part = 0;
+      digits = 0;
+    } else if (c >= 0x30 && c <= 0x39) {
+      if ((digits > 0 && part === 0) || ++digits > 3) return -1;
+      part = part * 10 + (c - 0x30);
+    } else {
+      return -1;
+    }
+  }
+  return parts === 4 ? n : -1;
 }
 
 /** How the requests' view stores rkey (migration 006). */

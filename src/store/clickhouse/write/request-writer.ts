@@ -348,8 +348,10 @@ function changeText({ row, prev, lines }: Change, carried: ReadonlyMap<Rollup, s
   const lineFields =
     lines.length === 0
       ? "[]\t[]\t[]\t[]"
-      : `${tsvNumbers(lines.map((l) => String(l.time)))}\t${tsvNumbers(lines.map((l) => l.pos))}\t` +
-        `${tsvNumbers(lines.map((l) => l.level))}\t${tsvStrings(lines.map((l) => l.message))}`;
+      : lines.length === 1
+        ? `[${lines[0]!.time}]\t[${lines[0]!.pos}]\t[${lines[0]!.level}]\t${tsvStrings([lines[0]!.message])}`
+        : `${tsvNumbers(lines.map((l) => String(l.time)))}\t${tsvNumbers(lines.map((l) => l.pos))}\t` +
+          `${tsvNumbers(lines.map((l) => l.level))}\t${tsvStrings(lines.map((l) => l.message))}`;
   const rollupFields = carried.size === 0 ? noRollups : rollups.map((rollup) => (carried.get(rollup) ?? noRollup(rollup)).join("\t")).join("\t");
   return changeFields(row, moved, prev?.sort_time ?? "0", lineFields, rollupFields);
 }
