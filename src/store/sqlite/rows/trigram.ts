@@ -50,24 +50,33 @@ export function addTrigrams(text: string, grams: Set<Gram>): void {
 /** distinctGrams' table: the stamp of the last document each ASCII gram was seen in (4 MB, made when first used). */
 let seen: Uint16Array | undefined;
 let stamp = 0;
-/** distinctGrams' answer, reused. */
-const grams: Gram[] = [];
+/** distinctGrams' answer, reused: its first `count` entries (never shortened, so never grown again). */
+const found: { grams: Gram[]; count: number } = { grams: [], count: 0 };
+
+/** A document's distinct grams: the first `count` of `grams`. */
+export interface DistinctGrams {
+  readonly grams: readonly Gram[];
+  readonly count: number;
+}
 
 /**
  * The distinct trigrams of a document's texts together, in the order they
  * first occur (the order addTrigrams gives with one Set for them all), as
  * the search index's writer makes every document: an ASCII gram is marked
  * seen in a table of every possible one, stamped per document, not put in
- * a Set (a Set per document was half of a document's cost). The array
- * returned is the same every call: valid until the next one.
+ * a Set (a Set per document was half of a document's cost). The answer is
+ * the same object every call, its array kept at its largest size (emptied
+ * by `length = 0`, it was grown again for every document): valid until the
+ * next call.
  */
-export function distinctGrams(texts: readonly string[]): readonly Gram[] {
+export function distinctGrams(texts: readonly string[]): DistinctGrams {
   seen ??= new Uint16Array(1 << 21);
   if (++stamp > 0xffff) {
     seen.fill(0);
     stamp = 1;
   }
-  grams.length = 0;
+  const grams = found.grams;
+  let count = 0;
   let others: Set<Gram> | undefined;
   for (const text of texts) {
     const n = text.length;
@@ -84,7 +93,7 @@ export function distinctGrams(texts: readonly string[]): readonly Gram[] {
           if (others.has(gram)) continue;
           others.add(gram);
         }
-        grams.push(gram);
+        grams[count++] = gram;
       }
       continue;
     }
@@ -94,10 +103,11 @@ export function distinctGrams(texts: readonly string[]): readonly Gram[] {
       gram = ((gram << 7) & 0x1fffff) | text.charCodeAt(i);
       if (seen[gram] === stamp) continue;
       seen[gram] = stamp;
-      grams.push(gram);
+      grams[count++] = gram;
     }
   }
-  return grams;
+  found.count = count;
+  return found;
 }
 /** The distinct trigrams of a text, as text. */
 export function trigramsOf(text: string): string[] {
