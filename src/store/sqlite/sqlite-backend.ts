@@ -81,6 +81,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       strings.forget();
       search.forget();
       rollups.discard();
+      changeLog.forget();
     },
     groupWrites(rollups, changeLog),
   );
