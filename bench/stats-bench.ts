@@ -69,7 +69,7 @@ function writeRate(records: readonly PreparedRecord[], withStats: boolean): numb
   const db = openDatabase({ path: benchDbPath(withStats ? "stats-on" : "stats-off"), sync: "normal" });
   const keys = createKeys(db);
   const strings = createStrings(db);
-  const search = createSearchIndex(db);
+  const search = createSearchIndex(db, strings);
   const changeLog = createChangeLog(db);
   const rollups = createRollups(db);
   const steps = withStats ? rollups : { ...rollups, moveStats: () => {} };

@@ -11,7 +11,7 @@ import {
   latencyBucketStarts,
   mergeHistogram,
 } from "../../src/domain/latency-histogram.js";
-import { addEncodedCounts, encodeHistogram } from "../../src/store/sqlite/rows/histogram-blob.js";
+import { addEncodedCounts, addToSparse, encodeHistogram, encodeSparse, sparseCountsOf } from "../../src/store/sqlite/rows/histogram-blob.js";
 
 /** The nearest-rank percentile of the values themselves. */
 function exactPercentile(latencies: readonly number[], percent: number): number {
@@ -90,6 +90,25 @@ describe("histogram blobs (SQLite)", () => {
         expect(encodeHistogram(dense)).toEqual(encodeHistogram(h.counts));
         addEncodedCounts(dense, encodeHistogram(h.counts), -1);
         expect(dense.every((n) => n === 0)).toBe(true);
+      }),
+    );
+  });
+
+  it("keep sparse counts as dense ones: the same blob after any adds and takeouts, counts at 0 or below left out", () => {
+    const step = fc.record({ bucket: fc.integer({ min: 0, max: latencyBucketCount - 1 }), delta: fc.integer({ min: -3, max: 3 }) });
+    fc.assert(
+      fc.property(fc.array(latency, { maxLength: 50 }), fc.array(step, { maxLength: 200 }), (latencies, steps) => {
+        const start = encodeHistogram(histogramOf(latencies).counts);
+        const dense = new Float64Array(latencyBucketCount);
+        addEncodedCounts(dense, start);
+        const sparse = sparseCountsOf(start);
+        expect(encodeSparse(sparse)).toEqual(start);
+        for (const { bucket, delta } of steps) {
+          dense[bucket]! += delta;
+          addToSparse(sparse, bucket, delta);
+          expect(encodeSparse(sparse)).toEqual(encodeHistogram(dense));
+        }
+        expect(sparse.buckets).toEqual([...sparse.buckets].sort((a, b) => a - b));
       }),
     );
   });

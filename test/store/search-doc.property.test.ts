@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { entryToken, type SearchDocColumns, searchDoc } from "../../src/store/sqlite/rows/search-doc.js";
 import type { StopGrams } from "../../src/store/sqlite/rows/stop-grams.js";
 import { ipFromSql, ipToSql } from "../../src/store/sqlite/rows/stored-record.js";
-import { addTrigrams, type Gram, gramOf, gramToken } from "../../src/store/sqlite/rows/trigram.js";
+import { addTrigrams, distinctGrams, type Gram, gramOf, gramToken } from "../../src/store/sqlite/rows/trigram.js";
 
 /** A document's tokens as searchDoc made them with one Set of grams and a string joined per token (the model). */
 function modelTokens(row: SearchDocColumns, stop: StopGrams): string {
@@ -53,6 +53,17 @@ describe("search documents", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  // The answer's array is reused: kept at the largest document's size, a 16 MB resource of CJK text held
+  // millions of stale grams (a string each) for as long as the process ran.
+  it("keep nothing of a document with many distinct grams once a small one follows", () => {
+    let x = 1;
+    const big = Array.from({ length: 200_000 }, () => String.fromCodePoint(0x4e00 + ((x = (x * 48_271) % 2_147_483_647) % 20_000))).join("");
+    expect(distinctGrams([big]).count).toBeGreaterThan(100_000);
+    const small = distinctGrams(["/api/v1/repos/alice"]);
+    expect(small.count).toBe(17);
+    expect(small.grams.length).toBeLessThanOrEqual(1 << 14);
   });
 
   it("stay the same past the 65,535 documents after which the seen grams' table starts again", () => {

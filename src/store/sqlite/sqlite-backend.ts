@@ -64,7 +64,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
   const listeners = new Set<() => void>();
   const keys = createKeys(db);
   const strings = createStrings(db);
-  const search = createSearchIndex(db, options.stopGrams);
+  const search = createSearchIndex(db, strings, options.stopGrams);
   const rollups = createRollups(db);
   const changeLog = createChangeLog(db);
   const notes = createCommittedWrites();
@@ -81,6 +81,7 @@ export function openSqliteBackend(options: SqliteBackendOptions): SqliteBackend 
       strings.forget();
       search.forget();
       rollups.discard();
+      changeLog.forget();
     },
     groupWrites(rollups, changeLog),
   );

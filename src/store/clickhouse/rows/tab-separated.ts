@@ -21,9 +21,19 @@ export function tsvNumbers(values: readonly (string | number)[]): string {
   return `[${values.join(",")}]`;
 }
 
-/** An array of strings. */
+const quotedSpecial = /[\\\t\n\r\0']/;
+
+/** An array of strings (one join; a value copied only when it needs escaping, as few do). */
 export function tsvStrings(values: readonly string[]): string {
-  return `[${values.map((v) => `'${v.replace(quotedSpecials, (c) => escapes[c]!)}'`).join(",")}]`;
+  if (values.length === 0) return "[]";
+  let escaped = values;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!quotedSpecial.test(v)) continue;
+    if (escaped === values) escaped = values.slice();
+    (escaped as string[])[i] = v.replace(quotedSpecials, (c) => escapes[c]!);
+  }
+  return `['${escaped.join("','")}']`;
 }
 
 const unescapes: Record<string, string> = { "\\": "\\", t: "\t", n: "\n", r: "\r", "0": "\0", "'": "'", b: "\b", f: "\f" };

@@ -15,7 +15,10 @@ import {
   placeholderRecord,
   type RequestRow,
   recordColumns,
+  recordExtra,
+  recordSetFields,
   requestKey,
+  startLeftOut,
   storedIp,
 } from "../rows/request-row.js";
 import { createRollupDeltas, noRollup, type Rollup, rollupColumns, rollups, type RollupDeltas, rowStatsFacts } from "./rollup-deltas.js";
@@ -39,6 +42,12 @@ export interface Change {
 
 const noLines: readonly AppLine[] = Object.freeze([]);
 
+/** The kinds of the writer's undo entries (createRequestWriter). */
+const undoRow = 0;
+const undoLines = 1;
+const undoLine = 2;
+const undoChange = 3;
+
 const lineKey = (line: Pick<AppLine, "time" | "pos" | "level" | "message">) =>
   `${line.time}\u0000${line.pos}\u0000${line.level}\u0000${line.message}`;
 /** The key of a stored line (as lines rows read back: time as text). */
@@ -57,13 +66,35 @@ export const storedLineKey = (line: { time: string; pos: number; level: number; 
  */
 export function createRequestWriter(state: StoredState, nextSeq: () => bigint, notes: CommittedWrites, cap: RequestLineCap): RequestWriter {
   const changes: Change[] = [];
-  const undoLog: (() => void)[] = [];
+  /**
+   * What `undo` puts back, three slots an entry (its kind and two values):
+   * no closure a write (there were three a record stored).
+   */
+  const undoLog: unknown[] = [];
+  /** The totals addLines works out, read at once by its caller (one object a writer, not one a record). */
+  const totals = { max_level: -1, line_count: "0", line_bytes: "0" };
+  /** A group's writes mostly share their time `at`: its text is made once. */
+  let lastAt = -1n;
+  let lastAtText = "";
+  const atTextOf = (at: bigint) => {
+    if (at !== lastAt) {
+      lastAt = at;
+      lastAtText = String(at);
+    }
+    return lastAtText;
+  };
 
   function setRow(key: string, row: RequestRow | undefined): void {
-    const before = state.rows.get(key);
-    undoLog.push(() => (before ? state.rows.set(key, before) : state.rows.delete(key)));
+    undoLog.push(undoRow, key, state.rows.get(key));
     if (row) state.rows.set(key, row);
     else state.rows.delete(key);
+  }
+
+  /** Sets (or, with `set` undefined, forgets) the request's known lines, to be put back by undo. */
+  function setLines(key: string, set: Set<string> | undefined): void {
+    undoLog.push(undoLines, key, state.lines.get(key));
+    if (set) state.lines.set(key, set);
+    else state.lines.delete(key);
   }
 
   /** The request's known lines; `fresh` starts a new incarnation with none. */
@@ -71,67 +102,63 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
     const before = state.lines.get(key);
     if (before && !fresh) return before;
     const set = new Set<string>();
-    undoLog.push(() => (before ? state.lines.set(key, before) : state.lines.delete(key)));
-    state.lines.set(key, set);
+    setLines(key, set);
     return set;
   }
 
-  /** Keeps the lines not stored yet; the new totals of `row` (absent: a new request), within the cap. */
-  function addLines(key: string, row: RequestRow | undefined, lines: readonly AppLine[], requestId: string) {
+  /**
+   * Keeps the lines not stored yet, returned; the new totals of `row`
+   * (absent: a new request), within the cap, in `totals`.
+   */
+  function addLines(key: string, row: RequestRow | undefined, lines: readonly AppLine[], requestId: string): readonly AppLine[] {
     if (lines.length === 0) {
       // No lines (most records): no set of known lines made. A new incarnation still forgets the old one's.
-      if (row === undefined && state.lines.has(key)) {
-        const before = state.lines.get(key)!;
-        state.lines.delete(key);
-        undoLog.push(() => state.lines.set(key, before));
-      }
-      const count = row?.line_count ?? "0";
-      const bytes = row?.line_bytes ?? "0";
-      return { added: noLines, totals: { max_level: row?.max_level ?? -1, line_count: String(count), line_bytes: String(bytes) } };
+      if (row === undefined && state.lines.has(key)) setLines(key, undefined);
+      totals.max_level = row?.max_level ?? -1;
+      totals.line_count = row === undefined ? "0" : String(row.line_count);
+      totals.line_bytes = row === undefined ? "0" : String(row.line_bytes);
+      return noLines;
     }
     const known = linesOf(key, row === undefined);
     const added: AppLine[] = [];
     let bytes = 0;
     let maxLevel = row?.max_level ?? -1;
-    const addedKeys: string[] = [];
     for (const line of lines) {
       const k = lineKey(line);
       if (line.level > maxLevel) maxLevel = line.level;
       if (known.has(k)) continue;
       known.add(k);
-      addedKeys.push(k);
+      undoLog.push(undoLine, known, k);
       added.push(line);
       bytes += lineWireBytes(line);
     }
-    // One undo for the call's lines (a closure a line was garbage for every line stored).
-    if (addedKeys.length > 0) undoLog.push(() => addedKeys.forEach((k) => known.delete(k)));
     // Totals stay far below 2^53 (the cap): exact as doubles, no BigInt a record.
     const lineCount = Number(row?.line_count ?? 0) + added.length;
     const lineBytes = Number(row?.line_bytes ?? 0) + bytes;
     if (added.length > 0) checkRequestLines(lineCount, lineBytes, cap, requestId);
-    return {
-      added,
-      totals: { max_level: maxLevel, line_count: String(lineCount), line_bytes: String(lineBytes) },
-    };
+    totals.max_level = maxLevel;
+    totals.line_count = String(lineCount);
+    totals.line_bytes = String(lineBytes);
+    return added;
   }
 
   function save(key: string, row: RequestRow, prev: RequestRow | undefined, lines: readonly AppLine[]): void {
     setRow(key, row.deleted === 1 ? undefined : row);
     changes.push({ row, prev, lines });
-    undoLog.push(() => changes.pop());
+    undoLog.push(undoChange, undefined, undefined);
   }
 
   /** Adds lines to a stored request: a change; an in-progress request moves to `at`. */
   function flushInto(key: string, stored: RequestRow, request: NewLines["request"], lines: readonly AppLine[], at: bigint, first: bigint): number {
     if (lines.length === 0) return 0;
-    const { added, totals } = addLines(key, stored, lines, stored.request_id);
+    const added = addLines(key, stored, lines, stored.request_id);
     if (added.length > 0 && notes.watchingLines) notes.lines({ request, lines: added });
     const row: RequestRow = {
       ...stored,
       ...totals,
       seq: String(nextSeq()),
-      updated_at: String(at),
-      sort_time: stored.finished === 1 ? stored.sort_time : String(at),
+      updated_at: atTextOf(at),
+      sort_time: stored.finished === 1 ? stored.sort_time : atTextOf(at),
     };
     if (stored.has_record === 0) {
       // A placeholder starts at its earliest line; its combined line follows.
@@ -149,7 +176,22 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
     mark: () => undoLog.length,
     /** Undoes everything since `mark` (a write that failed). */
     undo(mark: number): void {
-      while (undoLog.length > mark) undoLog.pop()!();
+      while (undoLog.length > mark) {
+        const b = undoLog.pop();
+        const a = undoLog.pop();
+        const kind = undoLog.pop();
+        if (kind === undoRow) {
+          if (b) state.rows.set(a as string, b as RequestRow);
+          else state.rows.delete(a as string);
+        } else if (kind === undoLines) {
+          if (b) state.lines.set(a as string, b as Set<string>);
+          else state.lines.delete(a as string);
+        } else if (kind === undoLine) {
+          (a as Set<string>).delete(b as string);
+        } else {
+          changes.pop();
+        }
+      }
     },
 
     /** Upserts one record with its lines at server time `at`; returns how many lines were new. */
@@ -164,14 +206,17 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
         return flushInto(key, stored, log, record.lines, at, log.startTime);
       }
       const seq = String(nextSeq());
-      const { added, totals } = addLines(key, stored, record.lines, requestId);
+      const added = addLines(key, stored, record.lines, requestId);
       // Set as isFieldSet has it for proto2: an own property, not undefined.
-      const more =
+      const bits = recordSetFields(
+        log,
         (Object.hasOwn(log, "moduleId") && log.moduleId !== undefined ? moduleSetFlag : 0) +
-        (Object.hasOwn(log, "finished") && log.finished !== undefined ? finishedSetFlag : 0);
-      const c = recordColumns(log, more);
-      const atText = String(at);
-      // Every column, in rowColumns' order: one object shape for every version written.
+          (Object.hasOwn(log, "finished") && log.finished !== undefined ? finishedSetFlag : 0),
+      );
+      const atText = atTextOf(at);
+      // Every column, in rowColumns' order: one object shape for every version
+      // written; the field columns as recordColumns makes them, written out here
+      // (no object of them a record).
       const row: RequestRow = {
         app: log.appId,
         request_id: requestId,
@@ -190,28 +235,28 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
         line_bytes: totals.line_bytes,
         record_bytes: String(recordWireBytes(log)),
         combined: combinedColumn(log, record.storedCombined === undefined),
-        set_fields: c.set_fields,
-        extra: c.extra,
-        ip: c.ip,
-        start_time: c.start_time,
-        end_time: c.end_time,
-        latency: c.latency,
-        mcycles: c.mcycles,
-        method: c.method,
-        resource: c.resource,
-        http_version: c.http_version,
-        status: c.status,
-        response_size: c.response_size,
-        referrer: c.referrer,
-        user_agent: c.user_agent,
-        url_map_entry: c.url_map_entry,
-        host: c.host,
-        replica_index: c.replica_index,
+        set_fields: String(bits),
+        extra: recordExtra(log),
+        ip: log.ip,
+        start_time: startLeftOut(bits) ? "0" : String(log.startTime),
+        end_time: log.finished ? "0" : String(log.endTime),
+        latency: String(log.latency),
+        mcycles: String(log.mcycles),
+        method: log.method,
+        resource: log.resource,
+        http_version: log.httpVersion,
+        status: log.status,
+        response_size: String(log.responseSize),
+        referrer: log.referrer,
+        user_agent: log.userAgent,
+        url_map_entry: log.urlMapEntry,
+        host: log.host,
+        replica_index: log.replicaIndex,
       };
       // Newly finished: not stored finished before (a finished record sent again or rewritten was).
       if (log.finished && !(stored && stored.has_record === 1 && stored.finished === 1) && notes.watching) {
         // The row's facts are the record's (its columns hold the record's values, defaults where unset), and the Stats rollup asks for them again.
-        notes.finished({ log, facts: rowStatsFacts(row), maxLevel: totals.max_level });
+        notes.finished({ log, facts: rowStatsFacts(row), maxLevel: row.max_level });
       }
       if (added.length > 0 && notes.watchingLines) notes.lines({ request: log, lines: added });
       save(key, row, stored, added);
@@ -227,7 +272,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
       const stored = state.rows.get(key);
       if (stored) return flushInto(key, stored, request, lines, at, first);
       const seq = String(nextSeq());
-      const { added, totals } = addLines(key, undefined, lines, requestId);
+      const added = addLines(key, undefined, lines, requestId);
       const columns = recordColumns(placeholderRecord(first));
       const row: RequestRow = {
         ...columns,
@@ -259,11 +304,7 @@ export function createRequestWriter(state: StoredState, nextSeq: () => bigint, n
     expire(stored: RequestRow): void {
       const key = requestKey(stored.app, stored.request_id);
       save(key, { ...stored, seq: String(nextSeq()), deleted: 1 }, stored, []);
-      const lines = state.lines.get(key);
-      if (lines) {
-        state.lines.delete(key);
-        undoLog.push(() => state.lines.set(key, lines));
-      }
+      if (state.lines.has(key)) setLines(key, undefined);
     },
   };
 }
@@ -300,25 +341,29 @@ const text = (value: ColumnValue | undefined) => (value === undefined ? "" : tsv
 /** A number column's value (a number, or a 64-bit integer as text); 0 where a tombstone leaves it out. */
 const num = (value: ColumnValue | undefined) => (value === undefined ? "0" : String(value));
 
+/** The fields of the line changeFields writes: one array, filled again for every line (no array a line). */
+const fieldsOfLine: string[] = new Array<string>(38).fill("");
+
 /**
- * A change's TabSeparated fields, in `changeColumns`' order: the version's
- * columns (`rowColumns`), then `more` (its move, lines and rollup sums).
- * Written out column by column into one array joined once: it runs for
- * every version stored, where a map over the column names with a lookup
- * each took ~8 µs a record, and a template of the 34 columns made a string
- * for each of its ~70 joins.
+ * A change's TabSeparated line (without its newline), in `changeColumns`'
+ * order: the version's columns (`rowColumns`), then its move, lines and
+ * rollup sums. Written out column by column into one array joined once: it
+ * runs for every version stored, where a map over the column names with a
+ * lookup each took ~8 µs a record, and a template of the 34 columns made a
+ * string for each of its ~70 joins.
  */
-function changeFields(row: RequestRow, moved: string, prevSortTime: string, lineFields: string, rollupFields: string): string {
-  return [
-    text(row.app), text(row.request_id), num(row.rkey), num(row.created_at), num(row.seq), num(row.deleted),
-    num(row.has_record), num(row.finished), num(row.sort_time), num(row.updated_at), text(row.module_id),
-    text(row.version_id), num(row.max_level), num(row.line_count), num(row.line_bytes), num(row.record_bytes),
-    text(row.combined), num(row.set_fields), text(row.extra), text(storedIp(row.ip as string)), num(row.start_time),
-    num(row.end_time), num(row.latency), num(row.mcycles), text(row.method), text(row.resource),
-    text(row.http_version), num(row.status), num(row.response_size), text(row.referrer), text(row.user_agent),
-    text(row.url_map_entry), text(row.host), num(row.replica_index),
-    moved, prevSortTime, lineFields, rollupFields,
-  ].join("\t");
+function changeFields(row: RequestRow, moved: string, prevSortTime: string, lines: string, rollupFields: string): string {
+  const f = fieldsOfLine;
+  f[0] = text(row.app); f[1] = text(row.request_id); f[2] = num(row.rkey); f[3] = num(row.created_at); f[4] = num(row.seq);
+  f[5] = num(row.deleted); f[6] = num(row.has_record); f[7] = num(row.finished); f[8] = num(row.sort_time);
+  f[9] = num(row.updated_at); f[10] = text(row.module_id); f[11] = text(row.version_id); f[12] = num(row.max_level);
+  f[13] = num(row.line_count); f[14] = num(row.line_bytes); f[15] = num(row.record_bytes); f[16] = text(row.combined);
+  f[17] = num(row.set_fields); f[18] = text(row.extra); f[19] = text(storedIp(row.ip as string)); f[20] = num(row.start_time);
+  f[21] = num(row.end_time); f[22] = num(row.latency); f[23] = num(row.mcycles); f[24] = text(row.method);
+  f[25] = text(row.resource); f[26] = text(row.http_version); f[27] = num(row.status); f[28] = num(row.response_size);
+  f[29] = text(row.referrer); f[30] = text(row.user_agent); f[31] = text(row.url_map_entry); f[32] = text(row.host);
+  f[33] = num(row.replica_index); f[34] = moved; f[35] = prevSortTime; f[36] = lines; f[37] = rollupFields;
+  return f.join("\t");
 }
 
 /** request_changes' columns (migration 003), in the order changeFields writes them. */
@@ -348,8 +393,10 @@ function changeText({ row, prev, lines }: Change, carried: ReadonlyMap<Rollup, s
   const lineFields =
     lines.length === 0
       ? "[]\t[]\t[]\t[]"
-      : `${tsvNumbers(lines.map((l) => String(l.time)))}\t${tsvNumbers(lines.map((l) => l.pos))}\t` +
-        `${tsvNumbers(lines.map((l) => l.level))}\t${tsvStrings(lines.map((l) => l.message))}`;
+      : lines.length === 1
+        ? `[${lines[0]!.time}]\t[${lines[0]!.pos}]\t[${lines[0]!.level}]\t${tsvStrings([lines[0]!.message])}`
+        : `${tsvNumbers(lines.map((l) => String(l.time)))}\t${tsvNumbers(lines.map((l) => l.pos))}\t` +
+          `${tsvNumbers(lines.map((l) => l.level))}\t${tsvStrings(lines.map((l) => l.message))}`;
   const rollupFields = carried.size === 0 ? noRollups : rollups.map((rollup) => (carried.get(rollup) ?? noRollup(rollup)).join("\t")).join("\t");
   return changeFields(row, moved, prev?.sort_time ?? "0", lineFields, rollupFields);
 }

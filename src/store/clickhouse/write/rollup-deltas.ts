@@ -2,7 +2,7 @@ import { latencyBucket } from "../../../domain/latency-histogram.js";
 import { type StatsFacts, statsFactsOf } from "../../../write/stats-facts.js";
 import { hourText } from "../rows/hours.js";
 import type { RequestRow } from "../rows/request-row.js";
-import { tsvNumbers, tsvStrings } from "../rows/tab-separated.js";
+import { tsvStrings } from "../rows/tab-separated.js";
 
 
 /** The Stats facts of versions made or read in this process, each worked out once (its route match is most of the cost). */
@@ -30,44 +30,57 @@ export function rowStatsFacts(row: RequestRow): StatsFacts {
   return facts;
 }
 
-/** Where a finished version counts in Stats (by hour of its end, route, status class…), and what it adds there. */
-function statsCellOf(row: RequestRow, hour: string) {
-  const facts = rowStatsFacts(row);
-  const bucket = latencyBucket(facts.latencyUs);
-  return {
-    facts,
-    hour,
-    row,
-    bucket,
-    key: `${hour}\u0000${facts.route}\u0000${row.module_id}\u0000${row.version_id}\u0000${facts.statusClass}\u0000${facts.userAgent}\u0000${bucket}`,
-  };
+/** The key of a finished version's Stats cell (by hour of its end, route, module, version, status class, agent, bucket). */
+const statsKey = (row: RequestRow, hour: string, facts: StatsFacts, bucket: number) =>
+  `${hour}\u0000${facts.route}\u0000${row.module_id}\u0000${row.version_id}\u0000${facts.statusClass}\u0000${facts.userAgent}\u0000${bucket}`;
+
+/** One (hour, version)'s Usage sums in a group. */
+interface UsageSums {
+  hour: string;
+  version: string;
+  requests: number;
+  bytes: number;
+  lines: number;
 }
 
-type StatsCell = ReturnType<typeof statsCellOf>;
-
-/** One key's sums in a group: what the key is (`of`), and what it moves. */
-interface Sums<T> {
-  of: T;
+/** One Stats cell's sums in a group: the cell, and what it moves. */
+interface StatsSums {
+  hour: string;
+  route: string;
+  module: string;
+  version: string;
+  statusClass: number;
+  agent: string;
+  bucket: number;
   requests: number;
   errors: number;
   bytes: number;
-  /** Usage: lines; Stats: the largest latency added; clients: 0. */
-  extra: number;
+  /** The largest latency added (a cell left keeps its largest, an upper bound, as Stats reads it). */
+  maxLatency: number;
 }
 
-/** A client's key: its hour, kind and name. */
-interface Client {
+/** One client's sums in a group: its hour, kind and name, and what it moves. */
+interface ClientSums {
   hour: string;
   kind: number;
   name: string;
+  requests: number;
+  errors: number;
 }
 
-/** A new key's sums, at zero (made only when a key first comes up: most changes fall on keys the group has). */
-const zero = <T>(of: T): Sums<T> => ({ of, requests: 0, errors: 0, bytes: 0, extra: 0 });
-
-/** The sums that move something (a key whose changes cancel out is left out). */
-const moving = <T>(map: Map<string, Sums<T>>) =>
-  [...map.values()].filter((s) => s.requests !== 0 || s.errors !== 0 || s.bytes !== 0 || s.extra !== 0);
+/**
+ * Array columns filled in one pass over a rollup's sums (those that move
+ * something), each joined once: where a filter and a map a column made an
+ * array a column and a string an element.
+ */
+function arrayColumns(count: number): (string | number)[][] {
+  const columns: (string | number)[][] = [];
+  for (let i = 0; i < count; i++) columns.push([]);
+  return columns;
+}
+const numbers = (values: readonly (string | number)[]) => `[${values.join(",")}]`;
+/** (A column of strings: only strings were put in it.) */
+const strings = (values: readonly (string | number)[]) => tsvStrings(values as readonly string[]);
 
 /** The rollup columns of request_changes (migration 003), by rollup, in the order `columns` writes them. */
 export const rollupColumns = {
@@ -100,28 +113,33 @@ const agentKind = 1;
  * rows they come from, stored with them or not at all.
  */
 export function createRollupDeltas(): RollupDeltas {
-  const usage = new Map<string, Sums<{ hour: string; version: string }>>();
-  const stats = new Map<string, Sums<StatsCell>>();
-  const clients = new Map<string, Sums<Client>>();
+  const usage = new Map<string, UsageSums>();
+  const stats = new Map<string, StatsSums>();
+  const clients = new Map<string, ClientSums>();
 
   function moveClient(hour: string, kind: number, name: string, requests: number, errors: number): void {
     const key = `${hour}\u0000${kind}\u0000${name}`;
     let sums = clients.get(key);
-    if (!sums) clients.set(key, (sums = zero({ hour, kind, name })));
+    if (!sums) clients.set(key, (sums = { hour, kind, name, requests: 0, errors: 0 }));
     sums.requests += requests;
     sums.errors += errors;
   }
 
-  function moveCell(sign: number, cell: StatsCell): void {
-    const { facts, hour } = cell;
+  function moveCell(sign: number, row: RequestRow, hour: string, facts: StatsFacts, bucket: number, key: string): void {
     const error = facts.error ? sign : 0;
-    let sums = stats.get(cell.key);
-    if (!sums) stats.set(cell.key, (sums = zero(cell)));
+    let sums = stats.get(key);
+    if (!sums) {
+      // Made only when a cell first comes up (most changes fall on cells the group has).
+      sums = {
+        hour, route: facts.route, module: row.module_id, version: row.version_id, statusClass: facts.statusClass,
+        agent: facts.userAgent, bucket, requests: 0, errors: 0, bytes: 0, maxLatency: 0,
+      };
+      stats.set(key, sums);
+    }
     sums.requests += sign;
     sums.errors += error;
     sums.bytes += sign * facts.bytes;
-    // A cell left keeps its largest latency (an upper bound, as Stats reads it).
-    if (sign > 0 && facts.latencyUs > sums.extra) sums.extra = facts.latencyUs;
+    if (sign > 0 && facts.latencyUs > sums.maxLatency) sums.maxLatency = facts.latencyUs;
     moveClient(hour, ipKind, facts.ip, sign, error);
     moveClient(hour, agentKind, facts.userAgent, sign, error);
   }
@@ -130,10 +148,10 @@ export function createRollupDeltas(): RollupDeltas {
   function moveUsage(sign: number, row: RequestRow, hour: string): void {
     const key = `${hour}\u0000${row.version_id}`;
     let sums = usage.get(key);
-    if (!sums) usage.set(key, (sums = zero({ hour, version: row.version_id })));
+    if (!sums) usage.set(key, (sums = { hour, version: row.version_id, requests: 0, bytes: 0, lines: 0 }));
     sums.requests += sign * row.has_record;
     sums.bytes += sign * (Number(row.record_bytes) + Number(row.line_bytes));
-    sums.extra += sign * Number(row.line_count);
+    sums.lines += sign * Number(row.line_count);
   }
 
   return {
@@ -144,38 +162,51 @@ export function createRollupDeltas(): RollupDeltas {
       const rowHour = row.deleted !== 1 ? hourText(row.sort_time) : undefined;
       if (prevHour !== undefined) moveUsage(-1, prev!, prevHour);
       if (rowHour !== undefined) moveUsage(1, row, rowHour);
-      const joins = rowHour !== undefined && row.finished === 1 ? statsCellOf(row, rowHour) : undefined;
-      const leaves = prevHour !== undefined && prev!.finished === 1 ? statsCellOf(prev!, prevHour) : undefined;
+      const joins = rowHour !== undefined && row.finished === 1;
+      const leaves = prevHour !== undefined && prev!.finished === 1;
+      if (!joins && !leaves) return;
+      const joinFacts = joins ? rowStatsFacts(row) : undefined;
+      const joinBucket = joinFacts ? latencyBucket(joinFacts.latencyUs) : 0;
+      const joinKey = joinFacts ? statsKey(row, rowHour!, joinFacts, joinBucket) : "";
+      const leaveFacts = leaves ? rowStatsFacts(prev!) : undefined;
+      const leaveBucket = leaveFacts ? latencyBucket(leaveFacts.latencyUs) : 0;
+      const leaveKey = leaveFacts ? statsKey(prev!, prevHour!, leaveFacts, leaveBucket) : "";
       // A change that leaves the request where it counted (new lines, a late in-progress write) moves nothing.
-      if (joins && leaves && joins.key === leaves.key && joins.facts.ip === leaves.facts.ip && joins.facts.error === leaves.facts.error &&
-        joins.facts.bytes === leaves.facts.bytes && joins.facts.latencyUs === leaves.facts.latencyUs) return;
-      if (leaves) moveCell(-1, leaves);
-      if (joins) moveCell(1, joins);
+      if (joinFacts && leaveFacts && joinKey === leaveKey && joinFacts.ip === leaveFacts.ip && joinFacts.error === leaveFacts.error &&
+        joinFacts.bytes === leaveFacts.bytes && joinFacts.latencyUs === leaveFacts.latencyUs) return;
+      if (leaveFacts) moveCell(-1, prev!, prevHour!, leaveFacts, leaveBucket, leaveKey);
+      if (joinFacts) moveCell(1, row, rowHour!, joinFacts, joinBucket, joinKey);
     },
 
     /** The columns of `rollup` (TabSeparated fields of `rollupColumns`) of the sums that move something. */
     columns(rollup: Rollup): string[] {
       if (rollup === "usage") {
-        const u = moving(usage);
-        return [
-          tsvNumbers(u.map((x) => x.of.hour)), tsvStrings(u.map((x) => x.of.version)),
-          tsvNumbers(u.map((x) => x.requests)), tsvNumbers(u.map((x) => x.bytes)), tsvNumbers(u.map((x) => x.extra)),
-        ];
+        const [hour, version, requests, bytes, lines] = arrayColumns(5);
+        for (const x of usage.values()) {
+          if (x.requests === 0 && x.bytes === 0 && x.lines === 0) continue;
+          hour!.push(x.hour); version!.push(x.version); requests!.push(x.requests); bytes!.push(x.bytes); lines!.push(x.lines);
+        }
+        return [numbers(hour!), strings(version!), numbers(requests!), numbers(bytes!), numbers(lines!)];
       }
       if (rollup === "stats") {
-        const s = moving(stats);
+        const [hour, route, module, version, statusClass, agent, bucket, requests, errors, bytes, maxLatency] = arrayColumns(11);
+        for (const x of stats.values()) {
+          if (x.requests === 0 && x.errors === 0 && x.bytes === 0 && x.maxLatency === 0) continue;
+          hour!.push(x.hour); route!.push(x.route); module!.push(x.module); version!.push(x.version);
+          statusClass!.push(x.statusClass); agent!.push(x.agent); bucket!.push(x.bucket);
+          requests!.push(x.requests); errors!.push(x.errors); bytes!.push(x.bytes); maxLatency!.push(x.maxLatency);
+        }
         return [
-          tsvNumbers(s.map((x) => x.of.hour)), tsvStrings(s.map((x) => x.of.facts.route)), tsvStrings(s.map((x) => x.of.row.module_id)),
-          tsvStrings(s.map((x) => x.of.row.version_id)), tsvNumbers(s.map((x) => x.of.facts.statusClass)), tsvStrings(s.map((x) => x.of.facts.userAgent)),
-          tsvNumbers(s.map((x) => x.of.bucket)), tsvNumbers(s.map((x) => x.requests)), tsvNumbers(s.map((x) => x.errors)),
-          tsvNumbers(s.map((x) => x.bytes)), tsvNumbers(s.map((x) => x.extra)),
+          numbers(hour!), strings(route!), strings(module!), strings(version!), numbers(statusClass!), strings(agent!),
+          numbers(bucket!), numbers(requests!), numbers(errors!), numbers(bytes!), numbers(maxLatency!),
         ];
       }
-      const c = moving(clients);
-      return [
-        tsvNumbers(c.map((x) => x.of.hour)), tsvNumbers(c.map((x) => x.of.kind)), tsvStrings(c.map((x) => x.of.name)),
-        tsvNumbers(c.map((x) => x.requests)), tsvNumbers(c.map((x) => x.errors)),
-      ];
+      const [hour, kind, name, requests, errors] = arrayColumns(5);
+      for (const x of clients.values()) {
+        if (x.requests === 0 && x.errors === 0) continue;
+        hour!.push(x.hour); kind!.push(x.kind); name!.push(x.name); requests!.push(x.requests); errors!.push(x.errors);
+      }
+      return [numbers(hour!), numbers(kind!), strings(name!), numbers(requests!), numbers(errors!)];
     },
   };
 }

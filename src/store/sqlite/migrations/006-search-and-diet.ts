@@ -141,7 +141,7 @@ export function migrate006(db: Database.Database): void {
     "record_bytes", "line_count", "line_bytes", "module_set", "finished_set", ...fieldColumns, "lines",
   ];
   const insert = db.prepare(`INSERT INTO requests_006 (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`);
-  const search = createSearchIndex(db);
+  const search = createSearchIndex(db, strings);
   // Stop grams learned here apply to rows written after the migration.
   const nextId = BigInt(db.prepare("SELECT value FROM meta WHERE key = 'seq'").pluck().get() as number) + 1n;
   for (let after = 0n; ; ) {

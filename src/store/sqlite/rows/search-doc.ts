@@ -1,8 +1,9 @@
 import type Database from "better-sqlite3";
 import { createStopGramsWriter, type StopGramRule, type StopGrams } from "./stop-grams.js";
 import { fieldColumns, ipFromSql } from "./stored-record.js";
-import { searchDocSql, searchIndexedSql } from "./sql.js";
-import { distinctGrams, type Gram, gramToken, writeAsciiGramToken } from "./trigram.js";
+import { searchIndexedSql } from "./sql.js";
+import type { Strings } from "./strings.js";
+import { type DistinctGrams, distinctGrams, gramToken, writeAsciiGramToken } from "./trigram.js";
 
 /** The stored columns a request's search document is made from (and its row id). */
 export interface SearchDocColumns {
@@ -35,6 +36,17 @@ export function docColumnsOf(id: bigint, values: readonly unknown[], resource: s
   };
 }
 
+/**
+ * The columns a catch-up reads of each row (`behindSql`), in order, as raw
+ * values: the resource as its start's key (its text from the strings'
+ * cache, not a subquery a row) and the rest.
+ */
+type BehindRow = [
+  id: bigint, ip: unknown, nickname: string | null, prefix: bigint | null, rest: string, combined: string | null,
+  referrer: bigint | null, userAgent: bigint | null,
+];
+const behindSql = "SELECT r.id, r.ip, r.nickname, r.resource_prefix, r.resource, r.combined, r.referrer, r.user_agent";
+
 /** The token that stands for a string entry (strings.ts) in the index; no gram token starts with "s". */
 export const entryToken = (key: number | bigint) => `s${key.toString(16)}`;
 
@@ -52,15 +64,16 @@ export const entryToken = (key: number | bigint) => `s${key.toString(16)}`;
  * Returns the document's tokens, and the trigrams its text has (valid
  * until the next document is made).
  */
-export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: readonly Gram[] } {
-  const grams = distinctGrams(
+export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: string; grams: DistinctGrams } {
+  const found = distinctGrams(
     row.combined !== null
       ? [row.combined]
       : row.nickname !== null ? [ipFromSql(row.ip), row.nickname, row.resource] : [ipFromSql(row.ip), row.resource],
   );
   // Written into one buffer as latin1 (every token is ASCII): no string per gram, none joined per token. A
   // token takes at most 25 bytes with its space (a gram of three 4-byte code points), an entry's 18.
-  const room = grams.length * 25 + 2 * 18;
+  const { grams, count } = found;
+  const room = count * 25 + 2 * 18;
   if (tokenBuffer.length < room) tokenBuffer = Buffer.allocUnsafe(2 * room);
   const buf = tokenBuffer;
   let at = 0;
@@ -68,7 +81,8 @@ export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: str
     if (at > 0) buf[at++] = space;
     at += buf.write(token, at, "latin1");
   };
-  for (const gram of grams) {
+  for (let i = 0; i < count; i++) {
+    const gram = grams[i]!;
     if (stop.stopped(gram, row.id)) continue;
     if (typeof gram !== "number") {
       put(gramToken(gram));
@@ -81,7 +95,7 @@ export function searchDoc(row: SearchDocColumns, stop: StopGrams): { tokens: str
     if (row.referrer_key !== null) put(entryToken(row.referrer_key));
     if (row.user_agent_key !== null) put(entryToken(row.user_agent_key));
   }
-  return { tokens: buf.toString("latin1", 0, at), grams };
+  return { tokens: buf.toString("latin1", 0, at), grams: found };
 }
 
 const space = 0x20;
@@ -108,7 +122,7 @@ let tokenBuffer = Buffer.allocUnsafe(4096);
  * (keeping the columns each write stored instead, for a few thousand rows,
  * cost the garbage collector more than the reading: measured in-process).
  */
-export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRule): SearchIndex {
+export function createSearchIndex(db: Database.Database, strings: Pick<Strings, "text">, stopGrams?: StopGramRule): SearchIndex {
   const stop = createStopGramsWriter(db, stopGrams);
   const stmt = {
     insert: db.prepare("INSERT INTO request_search (rowid, doc) VALUES (?, ?)"),
@@ -147,8 +161,13 @@ export function createSearchIndex(db: Database.Database, stopGrams?: StopGramRul
     catchUp(lastId: bigint, upTo = lastId): void {
       const to = upTo < lastId ? upTo : lastId;
       if (to <= indexedUpTo) return;
-      behind ??= db.prepare(`${searchDocSql} FROM requests r WHERE r.id > ? AND r.id <= ? AND r.has_record = 1 ORDER BY r.id`).safeIntegers(true);
-      for (const row of behind.all(indexedUpTo, to) as SearchDocColumns[]) add(row, lastId + 1n);
+      behind ??= db.prepare(`${behindSql} FROM requests r WHERE r.id > ? AND r.id <= ? AND r.has_record = 1 ORDER BY r.id`)
+        .safeIntegers(true)
+        .raw();
+      for (const [id, ip, nickname, prefix, rest, combined, referrer, userAgent] of behind.all(indexedUpTo, to) as BehindRow[]) {
+        const resource = prefix === null ? rest : strings.text(Number(prefix)) + rest;
+        add({ id, ip, nickname, resource, combined, referrer_key: referrer, user_agent_key: userAgent }, lastId + 1n);
+      }
       stmt.mark.run(to);
       indexedUpTo = to;
     },

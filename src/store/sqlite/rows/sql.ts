@@ -38,10 +38,6 @@ export const storedRowSql = `SELECT ${storedRowColumnsSql}`;
 /** The last change sequence number committed. */
 export const currentSeqSql = "SELECT value FROM meta WHERE key = 'seq'";
 
-/** The columns of a request row's search document (search-doc.ts SearchDocColumns) of `requests r`. */
-export const searchDocSql = `SELECT r.id, r.ip, r.nickname, ${resourceSql} AS resource, r.combined,
-  r.referrer AS referrer_key, r.user_agent AS user_agent_key`;
-
 /**
  * The last row id whose document the search index holds: every row of a
  * record up to it is indexed, none after it (search-doc.ts); no key: every

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { type Gram, gramOf, gramText } from "./trigram.js";
+import { type DistinctGrams, type Gram, gramOf, gramText } from "./trigram.js";
 
 /** When grams are stopped: after each `window` documents, those in more than `share` of them. */
 export interface StopGramRule {
@@ -105,9 +105,9 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
       return current;
     },
     /** Counts a new document's grams; past a window, stops the frequent ones for rows from `nextId` on. */
-    observe(grams: Iterable<Gram>, nextId: bigint): void {
+    observe({ grams, count }: DistinctGrams, nextId: bigint): void {
       if (++seen % rule.sample !== 0) return;
-      for (const gram of grams) counts.set(gram, (counts.get(gram) ?? 0) + 1);
+      for (let i = 0; i < count; i++) counts.set(grams[i]!, (counts.get(grams[i]!) ?? 0) + 1);
       if (++documents < rule.window) return;
       for (const [gram, count] of counts) {
         if (count > documents * rule.share && !since.has(gram)) {
@@ -131,6 +131,6 @@ export function createStopGramsWriter(db: Database.Database, rule: StopGramRule 
 export interface StopGramsWriter {
   current(): StopGrams;
   /** Counts a new document's grams; past a window, stops the frequent ones for rows from `nextId` on. */
-  observe(grams: Iterable<Gram>, nextId: bigint): void;
+  observe(grams: DistinctGrams, nextId: bigint): void;
   forget(): void;
 }

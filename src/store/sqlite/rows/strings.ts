@@ -21,15 +21,18 @@ export function searchedKind(kind: StringKind): boolean {
 }
 
 /**
- * Keys of strings for writes: looked up or inserted, and cached. A key
- * inserted by a write that is then rolled back must not survive it:
- * `forget` drops the cache whenever a write fails or a group does not
- * commit (as keys.ts does).
+ * Keys of strings for writes: looked up or inserted, and cached, and the
+ * texts of keys. A key inserted by a write that is then rolled back must not
+ * survive it: `forget` drops the caches whenever a write fails or a group
+ * does not commit (as keys.ts does), or Delete blanks entries.
  */
 export function createStrings(db: Database.Database): Strings {
   // One map a kind: a key is found without building a name for it.
   const caches = Object.values(stringKind).map(() => new Map<string, number>());
+  /** Texts by key, as the search index's catch-up joins them to rows. */
+  const texts = new Map<number, string>();
   const stmt = {
+    text: db.prepare("SELECT text FROM strings WHERE id = ?").pluck(),
     find: db.prepare("SELECT id FROM strings WHERE kind = ? AND text = ?").pluck(),
     insert: db.prepare("INSERT INTO strings (kind, text) VALUES (?, ?)"),
     index: db.prepare("INSERT INTO strings_search (rowid, text) VALUES (?, ?)"),
@@ -50,13 +53,25 @@ export function createStrings(db: Database.Database): Strings {
       }
       return key;
     },
+    text(key: number): string {
+      let text = texts.get(key);
+      if (text === undefined) {
+        text = (stmt.text.get(key) as string | undefined) ?? "";
+        if (texts.size >= 100_000) texts.clear();
+        texts.set(key, text);
+      }
+      return text;
+    },
     forget(): void {
       for (const cache of caches) cache.clear();
+      texts.clear();
     },
   };
 }
 
 export interface Strings {
   key(kind: StringKind, text: string): number;
+  /** The text of a key (cached; "" for none): a key names one text until Delete blanks it, which calls `forget`. */
+  text(key: number): string;
   forget(): void;
 }

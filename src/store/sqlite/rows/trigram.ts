@@ -50,24 +50,41 @@ export function addTrigrams(text: string, grams: Set<Gram>): void {
 /** distinctGrams' table: the stamp of the last document each ASCII gram was seen in (4 MB, made when first used). */
 let seen: Uint16Array | undefined;
 let stamp = 0;
-/** distinctGrams' answer, reused. */
-const grams: Gram[] = [];
+/** distinctGrams' answer, reused: its first `count` entries (not shortened, so not grown again). */
+const found: { grams: Gram[]; count: number } = { grams: [], count: 0 };
+/**
+ * The most entries the answer's array keeps from one call to the next: a
+ * longer one is emptied first. Kept at the largest document's size, one
+ * resource of 2M CJK characters left 75 MB of stale grams (a string each)
+ * reachable for as long as the process ran.
+ */
+const keptGrams = 1 << 14;
+
+/** A document's distinct grams: the first `count` of `grams`. */
+export interface DistinctGrams {
+  readonly grams: readonly Gram[];
+  readonly count: number;
+}
 
 /**
  * The distinct trigrams of a document's texts together, in the order they
  * first occur (the order addTrigrams gives with one Set for them all), as
  * the search index's writer makes every document: an ASCII gram is marked
  * seen in a table of every possible one, stamped per document, not put in
- * a Set (a Set per document was half of a document's cost). The array
- * returned is the same every call: valid until the next one.
+ * a Set (a Set per document was half of a document's cost). The answer is
+ * the same object every call, its array kept at its size up to `keptGrams`
+ * (emptied by `length = 0`, it was grown again for every document): valid
+ * until the next call.
  */
-export function distinctGrams(texts: readonly string[]): readonly Gram[] {
+export function distinctGrams(texts: readonly string[]): DistinctGrams {
   seen ??= new Uint16Array(1 << 21);
   if (++stamp > 0xffff) {
     seen.fill(0);
     stamp = 1;
   }
-  grams.length = 0;
+  const grams = found.grams;
+  if (grams.length > keptGrams) grams.length = 0;
+  let count = 0;
   let others: Set<Gram> | undefined;
   for (const text of texts) {
     const n = text.length;
@@ -84,7 +101,7 @@ export function distinctGrams(texts: readonly string[]): readonly Gram[] {
           if (others.has(gram)) continue;
           others.add(gram);
         }
-        grams.push(gram);
+        grams[count++] = gram;
       }
       continue;
     }
@@ -94,10 +111,11 @@ export function distinctGrams(texts: readonly string[]): readonly Gram[] {
       gram = ((gram << 7) & 0x1fffff) | text.charCodeAt(i);
       if (seen[gram] === stamp) continue;
       seen[gram] = stamp;
-      grams.push(gram);
+      grams[count++] = gram;
     }
   }
-  return grams;
+  found.count = count;
+  return found;
 }
 /** The distinct trigrams of a text, as text. */
 export function trigramsOf(text: string): string[] {

@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
-import { latencyBucket, latencyBucketCount } from "../../../domain/latency-histogram.js";
+import { latencyBucket } from "../../../domain/latency-histogram.js";
 import { addToTopNames, emptyTopNames, type TopNames } from "../../../domain/top-names.js";
 import type { StatsFacts } from "../../../write/stats-facts.js";
-import { addEncodedCounts, encodeHistogram } from "../rows/histogram-blob.js";
+import { addToSparse, encodeSparse, type SparseCounts, sparseCountsOf } from "../rows/histogram-blob.js";
 import { decodeTopNames, encodeTopNames } from "../rows/top-names-blob.js";
 
 /** The kinds of name in stats_names. */
@@ -114,7 +114,7 @@ interface PeriodNames {
 const maxCachedPeriods = 64;
 
 /**
- * Most cells the writer keeps decoded (about 1 KB each). Live traffic moves
+ * Most cells the writer keeps decoded (a few buckets each, 125 at most). Live traffic moves
  * the cells of its hour and day over and over: each is read from its table
  * once, then only written.
  */
@@ -127,12 +127,12 @@ interface StoredCell {
   latency: Buffer;
 }
 
-/** A cell as stored, decoded: what the writer knows of it (its counts dense, by bucket). */
+/** A cell as stored, decoded: what the writer knows of it (its counts sparse). */
 interface KnownCell {
   requests: number;
   bytes: number;
   max: number;
-  counts: Float64Array;
+  counts: SparseCounts;
 }
 
 function sameShare(a: StatsShare, b: StatsShare): boolean {
@@ -270,9 +270,7 @@ export function createStatsRollups(db: Database.Database): StatsRollups {
   function loadCell(table: CellTable, key: readonly (number | Buffer)[]): KnownCell | null {
     const row = table.get.get(...key) as StoredCell | undefined;
     if (!row) return null;
-    const counts = new Float64Array(latencyBucketCount);
-    addEncodedCounts(counts, row.latency);
-    return { requests: row.requests, bytes: row.bytes, max: row.max_latency ?? 0, counts };
+    return { requests: row.requests, bytes: row.bytes, max: row.max_latency ?? 0, counts: sparseCountsOf(row.latency) };
   }
 
   /** Applies a cell's delta to its stored row: the row goes when its requests reach 0. */
@@ -289,17 +287,17 @@ export function createStatsRollups(db: Database.Database): StatsRollups {
       knownCells.set(cacheKey, null);
       return;
     }
-    known ??= { requests: 0, bytes: 0, max: 0, counts: new Float64Array(latencyBucketCount) };
+    known ??= { requests: 0, bytes: 0, max: 0, counts: sparseCountsOf() };
     known.requests = requests;
     known.bytes += d.bytes;
     if (d.max > known.max) known.max = d.max;
     for (const b of d.buckets) {
-      if (b < 0) known.counts[~b]!--;
-      else known.counts[b]!++;
+      if (b < 0) addToSparse(known.counts, ~b, -1);
+      else addToSparse(known.counts, b, 1);
     }
     key.push(requests, known.bytes);
     if (table.withMax) key.push(known.max);
-    key.push(encodeHistogram(known.counts));
+    key.push(encodeSparse(known.counts));
     table.put.run(...key);
     knownCells.set(cacheKey, known);
   }

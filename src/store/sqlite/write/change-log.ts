@@ -41,6 +41,16 @@ export function createChangeLog(db: Database.Database): ChangeLog {
       stmt.saveSeq.run(seq);
       saved = seq;
     },
+    /**
+     * After a group that did not commit: what is saved is what meta holds
+     * again (the numbers given out stay used). Left at the rolled-back
+     * save, the next group that takes no number (a search catch-up) kept
+     * meta's seq below the index's mark, and after a restart new rows took
+     * ids at or below it, never indexed.
+     */
+    forget(): void {
+      saved = stmt.lastSeq.get() as bigint;
+    },
     /** Notes that the change `changeSeq` changed an existing row, which stood at `oldSortTime`. */
     noteUpdate(rowId: bigint, oldSortTime: bigint, changeSeq: bigint): void {
       stmt.insertUpdate.run(changeSeq, rowId, oldSortTime);
@@ -67,6 +77,8 @@ export interface ChangeLog {
   last(): bigint;
   /** Saves the last number used (inside the write's transaction), when it moved. */
   save(): void;
+  /** After a group that did not commit: what is saved is what meta holds again. */
+  forget(): void;
   /** Notes that the change `changeSeq` changed an existing row, which stood at `oldSortTime`. */
   noteUpdate(rowId: bigint, oldSortTime: bigint, changeSeq: bigint): void;
   /**
