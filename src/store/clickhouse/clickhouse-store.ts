@@ -40,11 +40,7 @@ export interface ClickHouseStoreParts {
   erase: EraseRequests;
 }
 
-const touch = (app: string, requestId: Uint8Array, lines: readonly AppLine[]): Touch => ({
-  app,
-  requestId: bytesToText(requestId),
-  lineTimes: lines.map((l) => l.time),
-});
+const touch = (app: string, requestId: Uint8Array, lines: readonly AppLine[]): Touch => ({ app, requestId: bytesToText(requestId), lines });
 
 /**
  * The record store on ClickHouse. Writes go through the group commit (one

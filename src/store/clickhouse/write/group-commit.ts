@@ -21,12 +21,13 @@ import type { SqlClient } from "../sql-client.js";
 import { sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 import type { Outcome } from "./write-batcher.js";
 
-/** A request a write names, and the times of the lines it brings (to tell which are stored already). */
+/** A request a write names, and the lines it brings. */
 export interface Touch {
   app: string;
   /** The request id as latin1 text (sql-literal.ts). */
   requestId: string;
-  lineTimes: readonly bigint[];
+  /** The lines it brings (their times tell which are stored already). */
+  lines: readonly { time: bigint }[];
 }
 
 /** One write of a group: what it touches, and its rules applied to the group's state. */
@@ -130,9 +131,9 @@ export function createGroupCommit({ sql, slots, known, feed, scope, now, notes, 
     const lineIds = new Map<string, Set<string>>();
     const times = new Map<string, Set<string>>();
     for (const t of touches) {
-      if (t.lineTimes.length === 0 || !state.rows.has(requestKey(t.app, t.requestId))) continue;
+      if (t.lines.length === 0 || !state.rows.has(requestKey(t.app, t.requestId))) continue;
       addTo(lineIds, t.app, sqlString(t.requestId));
-      for (const time of t.lineTimes) addTo(times, t.app, sqlInt(time));
+      for (const line of t.lines) addTo(times, t.app, sqlInt(line.time));
     }
     if (lineIds.size > 0) {
       const where = byApp(lineIds, "request_id", (app) => ` AND time IN ${sqlList([...times.get(app)!])}`);

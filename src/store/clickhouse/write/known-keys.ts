@@ -31,18 +31,31 @@ function newFilter(capacity: number): Filter {
   return { bits: new Uint32Array(Math.ceil(size / 32)), size, capacity, count: 0 };
 }
 
-/** Two 32-bit hashes of a key's UTF-16 code units (FNV-1a, and a multiply-xorshift mix). */
-function hashPair(key: string): [number, number] {
+/** The two hashes hashKey made last (two numbers, not an array a key: it runs twice for every record written). */
+let h1 = 0;
+let h2 = 0;
+
+/**
+ * Two 32-bit hashes (FNV-1a, and a multiply-xorshift mix) of the UTF-16
+ * code units of the key `${app}\u0000${requestId}`, read from its two
+ * parts (no key string made), into h1 and h2.
+ */
+function hashKey(app: string, requestId: string): void {
   let a = 0x811c9dc5;
   let b = 0x9e3779b9;
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 15;
+  // (NUL cannot be in an app id: it ends the app's part of the key.)
+  for (let part = 0; part < 3; part++) {
+    const text = part === 0 ? app : part === 1 ? "\u0000" : requestId;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+      b ^= b >>> 15;
+    }
   }
   b = Math.imul(b ^ (b >>> 13), 0xc2b2ae35);
-  return [a >>> 0, (b ^ (b >>> 16)) >>> 0 | 1];
+  h1 = a >>> 0;
+  h2 = ((b ^ (b >>> 16)) >>> 0) | 1;
 }
 
 export interface KnownKeys {
@@ -56,8 +69,6 @@ export interface KnownKeys {
 export function createKnownKeys(initialCapacity = 1 << 20): KnownKeys {
   const filters: Filter[] = [newFilter(initialCapacity)];
   let count = 0;
-  // (NUL cannot be in an app id: it ends the app's part of the key.)
-  const keyOf = (app: string, requestId: string) => `${app}\u0000${requestId}`;
 
   const test = (f: Filter, h1: number, h2: number, set: boolean): boolean => {
     for (let i = 0; i < hashes; i++) {
@@ -74,14 +85,15 @@ export function createKnownKeys(initialCapacity = 1 << 20): KnownKeys {
     add(app, requestId) {
       let f = filters.at(-1)!;
       if (f.count >= f.capacity) filters.push((f = newFilter(f.capacity * 2)));
-      const [h1, h2] = hashPair(keyOf(app, requestId));
+      hashKey(app, requestId);
       test(f, h1, h2, true);
       f.count++;
       count++;
     },
     mayHave(app, requestId) {
-      const [h1, h2] = hashPair(keyOf(app, requestId));
-      return filters.some((f) => test(f, h1, h2, false));
+      hashKey(app, requestId);
+      for (const f of filters) if (test(f, h1, h2, false)) return true;
+      return false;
     },
     get count() {
       return count;
