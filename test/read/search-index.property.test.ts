@@ -156,6 +156,27 @@ describe("the search index", () => {
   // index as if it were indexed, when a stop gram is left out of the
   // documents of rows older than its `since`, and when the scans' prefilter
   // misses a piece inside a resource's constant start, or across its end.
+  it("keeps no resource start that retention erased: a planner reads its starts again", async () => {
+    const app = "erased-start";
+    const fieldsOf = (resource: string): Fields => ({
+      resource, ip: "10.0.0.1", nickname: undefined, userAgent: undefined, referrer: undefined, method: "GET", httpVersion: "HTTP/1.1",
+      status: 200, responseSize: 0n, combined: undefined, end: 1, finished: true, farFuture: false,
+    });
+    await backend.store.write([recordOf(app, 1, fieldsOf("/secret-start/x1"))], signal);
+    const planner = createSearchPlanner(backend.db);
+    planner.plan("secret");
+    expect([...planner.startsHeld()]).toContain("/secret-start/");
+    await backend.maintenance.expire(t0 + 1_000n, 3, signal);
+    // Compaction blanks the strings that only expired requests used.
+    await backend.maintenance.compact(0n, signal);
+    planner.plan("secret");
+    expect([...planner.startsHeld()].filter((start) => start.includes("secret"))).toEqual([]);
+    // A start written after it is read as before.
+    await backend.store.write([recordOf(app, 2, fieldsOf("/other-start/y2"))], signal);
+    planner.plan("other");
+    expect([...planner.startsHeld()]).toContain("/other-start/");
+  });
+
   it("gives every regex Read the same pages as a scan, with writes between pages, and equals a re-index of the rows", async () => {
     let narrowed = 0;
     let nonEmpty = 0;

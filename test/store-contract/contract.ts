@@ -1831,15 +1831,24 @@ function describeCancellation(h: Harness): void {
         rows *= 2;
       }
 
-      const call = new AbortController();
-      const started = performance.now();
-      const cancelled = failure(h.store.read(plan, call.signal));
-      setTimeout(() => call.abort(), wholeMs / 10);
-      expect((await cancelled).code).toBe(Code.CANCELLED);
-      const cancelledMs = performance.now() - started;
+      const cancelOnce = async () => {
+        const call = new AbortController();
+        const started = performance.now();
+        const cancelled = failure(h.store.read(plan, call.signal));
+        setTimeout(() => call.abort(), wholeMs / 10);
+        expect((await cancelled).code).toBe(Code.CANCELLED);
+        return performance.now() - started;
+      };
       // A busy machine slows both: the whole scan is timed again beside it
-      // (a burst of load during the cancelled call made it fail at 1.45x half).
-      if (cancelledMs >= wholeMs / 2) wholeMs = Math.max(wholeMs, await timeWhole());
+      // (a burst of load during the cancelled call made it fail at 1.45x
+      // half), and a slow cancel is tried again, up to three times (a
+      // ClickHouse at load 10 took 427 ms to cancel, the whole scan 241 ms). A
+      // scan that does not stop early is slow every time.
+      let cancelledMs = Number.POSITIVE_INFINITY;
+      for (let attempt = 0; attempt < 3 && cancelledMs >= wholeMs / 2; attempt++) {
+        cancelledMs = await cancelOnce();
+        if (cancelledMs >= wholeMs / 2) wholeMs = Math.max(wholeMs, await timeWhole());
+      }
       expect(cancelledMs).toBeLessThan(wholeMs / 2);
     });
   });

@@ -87,8 +87,12 @@ export function createSearchPlanner(db: Database.Database): SearchPlanner {
       )
       .raw(),
     prefixes: db.prepare(`SELECT id, text FROM strings WHERE kind = ${stringKind.resourcePrefix} AND id > ? ORDER BY id`).raw(),
+    // Through the (kind, text) index: as many entries as there are starts.
+    prefixCount: db.prepare(`SELECT count(*) FROM strings WHERE kind = ${stringKind.resourcePrefix}`).pluck(),
   };
-  // The resources' constant starts (stored-record.ts resourceParts), kept as they are added: entries never change.
+  // The resources' constant starts (stored-record.ts resourceParts), read as they are added. An entry's
+  // text never changes while it is a start; Delete and retention blank the ones no row uses any more
+  // (their kind changes), and then this copy is read again, so an erased text is not kept here.
   const prefixes = new Map<number, string>();
   let prefixesUpTo = 0;
 
@@ -195,6 +199,10 @@ export function createSearchPlanner(db: Database.Database): SearchPlanner {
         prefixes.set(id, text);
         prefixesUpTo = id;
       }
+      if (stmt.prefixCount.get() !== prefixes.size) {
+        prefixes.clear();
+        for (const [id, text] of stmt.prefixes.all(0) as [number, string][]) prefixes.set(id, text);
+      }
       const list = stmt.smallKinds.all() as string[];
       const methods = list.length > 1000 ? undefined : list;
       const query = requiredStrings(pattern);
@@ -208,9 +216,12 @@ export function createSearchPlanner(db: Database.Database): SearchPlanner {
         none: false,
       };
     },
+    startsHeld: () => prefixes.values(),
   };
 }
 
 export interface SearchPlanner {
   plan(pattern: string): SearchPlan;
+  /** The resource starts it holds, as of its last plan (none that Delete or retention blanked). */
+  startsHeld(): Iterable<string>;
 }
