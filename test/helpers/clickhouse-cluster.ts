@@ -7,7 +7,7 @@
  * distributed_ddl, macros).
  */
 import { type ClickHouseServer, freeClickHousePorts, startClickHouse } from "./clickhouse-server.js";
-import { freePort, isPortClash } from "./local-process.js";
+import { freePort, startOnFreePorts } from "./local-process.js";
 import { startZooKeeper, type ZooKeeper } from "./zookeeper.js";
 
 export interface ClickHouseCluster {
@@ -26,15 +26,8 @@ export interface ClickHouseClusterOptions {
  * Starts the cluster; when a port its configs name was taken before its
  * server bound it, starts again on other ports (at most three times).
  */
-export async function startClickHouseCluster(options: ClickHouseClusterOptions = {}): Promise<ClickHouseCluster> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startClusterOnce(options);
-    } catch (err) {
-      if (attempt >= 3 || !isPortClash(err)) throw err;
-      console.log(`ClickHouse cluster: a port was taken before its server bound it; starting again on other ports (${attempt + 1}/3)`);
-    }
-  }
+export function startClickHouseCluster(options: ClickHouseClusterOptions = {}): Promise<ClickHouseCluster> {
+  return startOnFreePorts("ClickHouse cluster", () => startClusterOnce(options));
 }
 
 async function startClusterOnce(options: ClickHouseClusterOptions): Promise<ClickHouseCluster> {

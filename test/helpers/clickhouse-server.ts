@@ -12,7 +12,7 @@ import { type ClickHouseClient, ClickHouseLogLevel, createClient } from "@clickh
 import { migrate } from "../../src/store/clickhouse/migrate.js";
 import { createSqlClient } from "../../src/store/clickhouse/sql-client.js";
 import { createTableLayout } from "../../src/store/clickhouse/table-layout.js";
-import { freePort, isPortClash, startLocalProcess, withDebianPackage } from "./local-process.js";
+import { freePort, startLocalProcess, startOnFreePorts, withDebianPackage } from "./local-process.js";
 
 export interface ClickHouseServer {
   /** Its HTTP interface, e.g. http://127.0.0.1:41234. */
@@ -84,13 +84,7 @@ const mergeTreeConfig = (seconds?: number) =>
 export async function startClickHouse(options: ClickHouseServerOptions = {}): Promise<ClickHouseServer> {
   if (options.ports) return startOnce(options);
   // Ports of its own choosing: another listener may take one between the pick and the bind.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startOnce(options);
-    } catch (err) {
-      if (attempt >= 3 || !isPortClash(err)) throw err;
-    }
-  }
+  return startOnFreePorts("ClickHouse", () => startOnce(options));
 }
 
 async function startOnce(options: ClickHouseServerOptions): Promise<ClickHouseServer> {

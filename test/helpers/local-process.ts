@@ -25,8 +25,24 @@ export async function freePort(): Promise<number> {
   return listenOnce(0);
 }
 
+/**
+ * Runs `start` (a server or servers on ports it picks with freePort); when a
+ * port was taken before its server bound it, runs it again on other ports,
+ * saying so (at most three times in all). Any other failure is thrown.
+ */
+export async function startOnFreePorts<T>(what: string, start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= 3 || !isPortClash(err)) throw err;
+      console.log(`${what}: a port was taken before its server bound it; starting again on other ports (${attempt + 1}/3)`);
+    }
+  }
+}
+
 /** Whether a port is in use by another listener now: the clash a server's start reports. */
-export function isPortClash(err: unknown): boolean {
+function isPortClash(err: unknown): boolean {
   return /address already in use|EADDRINUSE/i.test(String(err instanceof Error ? err.message : err));
 }
 
