@@ -1,5 +1,6 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type RequestLog, RequestLogSchema } from "../../gen/reqlog/v1/log_service_pb.js";
+import type { ReadPlan } from "../../src/query/read-plan.js";
 
 export const t0 = 1_795_000_000_000_000n;
 
@@ -20,4 +21,16 @@ export function minimalLog(init: Omit<LogInit, "$typeName"> = {}): RequestLog {
 
 export function rid(text: string): Uint8Array {
   return new TextEncoder().encode(text);
+}
+
+/** A regex Read of up to 100 requests of app forge, in progress included, with a budget no test reaches. */
+export function regexReadPlan(pattern: string): ReadPlan {
+  return {
+    appId: "forge",
+    includeIncomplete: true,
+    combinedRegex: pattern,
+    count: 100,
+    combinedExtras: "none",
+    budget: { rows: 1_000_000_000, ms: 1_000_000_000, bytes: 1_000_000_000 },
+  };
 }

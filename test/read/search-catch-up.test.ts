@@ -3,23 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultLimits } from "../../src/limits.js";
-import type { ReadPlan } from "../../src/query/read-plan.js";
 import { searchIndexedSql } from "../../src/store/sqlite/rows/sql.js";
 import { openSqliteBackend, type SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
-import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { minimalLog, regexReadPlan, rid, t0 } from "../helpers/fixtures.js";
 
 const signal = new AbortController().signal;
-
-/** A regex Read of every request of the app, through the search index. */
-const regexRead = (pattern: string): ReadPlan => ({
-  appId: "forge",
-  includeIncomplete: true,
-  combinedRegex: pattern,
-  count: 100,
-  combinedExtras: "none",
-  budget: { rows: 1_000_000, ms: 1_000_000, bytes: 1_000_000_000 },
-});
 
 const record = (i: number, resource: string) =>
   prepareRequestLog(minimalLog({ appId: "forge", requestId: rid(`r${i}`), resource, startTime: t0 + BigInt(i), endTime: t0 + BigInt(i) + 10n }), defaultLimits, "log");
@@ -44,7 +33,7 @@ describe("search documents made in bulk (search-doc.ts catchUp)", () => {
   it("finds records written since the index last caught up, before and after a restart, and indexes them later", async () => {
     backend = openSqliteBackend({ path, readWorkers: 0, searchIndex: "always", searchCatchUp: 1_000 });
     await backend.store.write([record(1, "/api/v1/repos/alice/app/raw/go.mod"), record(2, "/api/v1/repos/bob/app")], signal);
-    const found = async () => (await backend.store.read(regexRead("alice/app/raw/go\\.mod"), signal)).records.map((r) => r.log.resource);
+    const found = async () => (await backend.store.read(regexReadPlan("alice/app/raw/go\\.mod"), signal)).records.map((r) => r.log.resource);
     expect(mark(backend)).toBeLessThan(maxId(backend));
     expect(await found()).toEqual(["/api/v1/repos/alice/app/raw/go.mod"]);
 

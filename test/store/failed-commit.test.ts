@@ -1,11 +1,10 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultLimits } from "../../src/limits.js";
-import type { ReadPlan } from "../../src/query/read-plan.js";
 import type { SqliteBackend } from "../../src/store/sqlite/sqlite-backend.js";
 import { currentSeqSql, searchIndexedSql } from "../../src/store/sqlite/rows/sql.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
-import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { minimalLog, regexReadPlan, rid, t0 } from "../helpers/fixtures.js";
 import { useSqliteFiles } from "../helpers/sqlite-files.js";
 
 const signal = new AbortController().signal;
@@ -13,15 +12,6 @@ const files = useSqliteFiles();
 
 const record = (id: string, resource: string) =>
   prepareRequestLog(minimalLog({ requestId: rid(id), resource, startTime: t0, endTime: t0 + 10n }), defaultLimits, "log");
-
-const regexRead = (pattern: string): ReadPlan => ({
-  appId: "forge",
-  includeIncomplete: true,
-  combinedRegex: pattern,
-  count: 100,
-  combinedExtras: "none",
-  budget: { rows: 1_000_000_000, ms: 1_000_000_000, bytes: 1_000_000_000 },
-});
 
 /**
  * Makes the COMMIT of every group that inserts a request fail, as a full
@@ -64,7 +54,7 @@ describe("a group whose COMMIT fails", () => {
 
     const reopened = files.open({ path, readWorkers: 0, searchIndex: "always" });
     await reopened.store.write([record("c", "/api/v1/after/charlie")], signal);
-    const found = await reopened.store.read(regexRead("charlie"), signal);
+    const found = await reopened.store.read(regexReadPlan("charlie"), signal);
     expect(found.records.map((r) => new TextDecoder().decode(r.log.requestId))).toEqual(["c"]);
   });
 });
