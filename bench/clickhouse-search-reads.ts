@@ -2,7 +2,8 @@
  * What a regex Read on ClickHouse reads, statement by statement: the seeded
  * forge requests written once (reqlog's Write to `reqlog serve --store
  * clickhouse`, and the same rows into a raw MergeTree table), then the
- * selective regex and the regex no index narrows asked of this build and,
+ * selective regex, one of two parts (twoPartPattern) and the regex no index
+ * narrows asked of this build and,
  * when given, of another build serving the same database (sides
  * alternating), against raw ClickHouse's `match()` over the same rows. For
  * one Read of each pattern on each side it prints every statement from
@@ -32,7 +33,7 @@ import {
   writeEach,
 } from "./harness/peer-compare.js";
 import { benchStart } from "./load.js";
-import { selectivePattern, trafficApps, unindexablePattern } from "./search-patterns.js";
+import { selectivePattern, trafficApps, twoPartPattern, unindexablePattern } from "./search-patterns.js";
 
 const n = Number(process.argv[2] ?? 300_000);
 const other = process.argv[3];
@@ -71,7 +72,7 @@ async function main() {
     chRows(client, `SELECT ${recordColumns} FROM raw_requests WHERE app_id = ${chString(appId)} AND match(combined, ${chString(pattern)})
                        ORDER BY sort_time DESC, request_id DESC LIMIT 1000`);
 
-  for (const [label, pattern] of [["selective", selectivePattern], ["no index narrows (5xx)", unindexablePattern]] as const) {
+  for (const [label, pattern] of [["selective", selectivePattern], ["two parts", twoPartPattern], ["no index narrows (5xx)", unindexablePattern]] as const) {
     // One Read of app forge on each side, its statements from the query log (a second apart, by event time).
     for (let i = 0; i < servers.length; i++) {
       await regexRead(i, pattern, "forge"); // warm

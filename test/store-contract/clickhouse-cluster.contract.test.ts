@@ -103,12 +103,20 @@ describe("a ClickHouse cluster of two shards", () => {
     await emptyShards();
     const signal = new AbortController().signal;
     const scans = queryCounter(isScan);
-    const indexed = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, searchIndex: "always", interpose: scans.interpose });
+    // (The pattern's two parts, the resource and the user agent: the candidates are the sort times under both.)
+    const intersected = queryCounter((query) => query.includes("HAVING max(key IN"));
+    const indexed = await openClickHouseBackend({
+      url: cluster.servers[0]!.url, database, cluster: cluster.name, searchIndex: "always",
+      interpose: (sql) => intersected.interpose(scans.interpose(sql)),
+    });
     const scanned = await openClickHouseBackend({ url: cluster.servers[0]!.url, database, cluster: cluster.name, searchIndex: "never" });
     try {
       const log = (i: number, status: number) =>
         prepareRequestLog(
-          minimalLog({ requestId: rid(`r${i}`), endTime: t0 + BigInt(i), resource: i % 8 === 0 ? "/rare/needle.txt" : `/api/v1/items/${i}`, status }),
+          minimalLog({
+            requestId: rid(`r${i}`), endTime: t0 + BigInt(i), resource: i % 8 === 0 ? "/rare/needle.txt" : `/api/v1/items/${i}`, status,
+            userAgent: i % 4 === 0 ? "probe/1" : "curl/8",
+          }),
           defaultLimits,
           "log",
         );
@@ -120,7 +128,7 @@ describe("a ClickHouse cluster of two shards", () => {
         let written = false;
         do {
           const request = create(LogReadRequestSchema, {
-            appId: "forge", count: 1n, combinedLogRegex: '/rare/needle\\.txt" 500 ',
+            appId: "forge", count: 1n, combinedLogRegex: '/rare/needle\\.txt" 500 .*"probe/1"',
             ...(after && { offset: { requestId: offsets.encode("forge", after) } }),
           });
           const page = await backend.store.read(planRead(request, defaultLimits, offsets), signal);
@@ -137,6 +145,7 @@ describe("a ClickHouse cluster of two shards", () => {
       const fromIndex = await pages(indexed);
       expect(fromIndex).toEqual(["r32", "r16", "r0"]);
       expect(scans.seen).toBe(0);
+      expect(intersected.seen).toBeGreaterThan(0);
       expect(await pages(scanned)).toEqual(fromIndex);
     } finally {
       await indexed.close();

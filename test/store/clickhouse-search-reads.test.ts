@@ -5,9 +5,11 @@ import { defaultLimits } from "../../src/limits.js";
 import { createOffsetCodec } from "../../src/query/offset-codec.js";
 import { planRead } from "../../src/query/read-plan.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
+import type { Backend } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { type ClickHouseServer, queryRows, startClickHouse } from "../helpers/clickhouse-server.js";
-import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
+import { minimalLog, regexReadPlan, rid, t0 } from "../helpers/fixtures.js";
+import { queryCounter } from "../helpers/query-counter.js";
 
 // Writes 30,000 requests through the store (seconds, more under load).
 vi.setConfig({ hookTimeout: 300_000, testTimeout: 300_000 });
@@ -97,6 +99,52 @@ describe("a selective regex Read on ClickHouse", () => {
       expect(bytes).toBeLessThan(4_000_000);
     } finally {
       await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+
+  it("narrows its candidates to those under every part of the pattern, and drops no match", async () => {
+    // A pattern of two parts (a resource, then a user agent): the candidates are the sort times under the
+    // resource's keys (the fewer postings) that are under the agent's keys too. Each record below puts a
+    // part in another place it may lie in; the scan (no index) answers the same.
+    const database = `reqlog_search_also_${process.pid}`;
+    const opened: Backend[] = [];
+    const having = queryCounter((query) => query.includes("HAVING max(key IN"));
+    const open = async (searchIndex: "always" | "never") => {
+      const backend = await openClickHouseBackend({ url: server.url, database, now: () => t0 + 100_000_000n, interpose: having.interpose, searchIndex });
+      opened.push(backend);
+      return backend;
+    };
+    try {
+      const indexed = await open("always");
+      let at = 0n;
+      const write = async (id: string, fields: Parameters<typeof minimalLog>[0]) => {
+        at += 1000n;
+        const log = minimalLog({ requestId: rid(id), startTime: t0 + at, endTime: t0 + at + 500n, finished: true, httpVersion: "HTTP/1.1", status: 200, ...fields });
+        await indexed.store.write([prepareRequestLog(log, defaultLimits, "log")], signal);
+      };
+      // Many requests under the agent, few under the resource.
+      for (let i = 0; i < 40; i++) await write(`other-${i}`, { resource: `/api/v1/items/${i}/view`, userAgent: "probe-agent/1" });
+      await write("start", { resource: "/tools/probe?v=1", userAgent: "probe-agent/1" }); // resource start, user agent
+      await write("rest", { resource: "/api/v1/items/77/tools/probe?v=2", userAgent: "probe-agent/1 (x)" }); // tokens of the rest
+      await write("referrer", { resource: "/tools/probe?v=3", referrer: "https://x.example/probe-agent/1", userAgent: "curl/8" }); // agent text in the referrer
+      await write("stored", { resource: "/tools/probe?v=4", nickname: "alice", userAgent: "probe-agent/1" }); // line stored whole
+      await write("changed", { resource: "/tools/probe?v=5", userAgent: "curl/8" }); // matches in its latest version only
+      await write("changed", { resource: "/tools/probe?v=5", userAgent: "probe-agent/1" });
+      await write("was", { resource: "/tools/probe?v=6", userAgent: "probe-agent/1" }); // matched in an older version only
+      await write("was", { resource: "/tools/probe?v=6", userAgent: "curl/8" });
+      await write("near-agent", { resource: "/tools/probe?v=7", userAgent: "curl/8" }); // the resource, not the agent
+      await write("near-path", { resource: "/tools/prob?v=8", userAgent: "probe-agent/1" }); // the agent, not the resource
+      const pattern = String.raw`/tools/probe\?v=\d HTTP/1\.1" 200 .*probe-agent/1`;
+
+      const ids = async (backend: Backend) =>
+        (await backend.store.read(regexReadPlan(pattern), signal)).records.map((r) => decoder.decode(r.log.requestId));
+      const fromIndex = await ids(indexed);
+      expect(having.seen).toBeGreaterThan(0); // (the candidates were intersected)
+      expect(fromIndex).toEqual(["changed", "stored", "referrer", "rest", "start"]);
+      expect(fromIndex).toEqual(await ids(await open("never")));
+    } finally {
+      for (const backend of opened) await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });

@@ -62,7 +62,7 @@ const patterns = [
   "go\\.mod", "ci-bot/proto", "artifacts/48213", "s/48213/zip", "48213", "3fa8", "curl/8\\.5", "Firefox", "dl\\.forge\\.example/alice",
   "smith", 'say "hi', "alice", "(?i)ALICE", "(?i)GO\\.MOD", "(?i)k", "\\d{3}", '" 5\\d\\d ', ".", "(go|raw)\\.mod", "alice|bob",
   "raw/go\\.mod|zip", "é", "😀", "/ა", "(?i)é", "GETX", "HTTP/2", "nosuchthing", "10\\.0\\.0\\.1", "/api/v1/repos/ci-bot.*zip",
-  "Nov/", "\\?sig=3fa8",
+  "Nov/", "\\?sig=3fa8", "go\\.mod.*Firefox", "ci-bot.*dl\\.forge\\.example/alice", "3fa8\" 500 .*curl/8",
 ];
 
 describe("regex Reads on ClickHouse through the search index", () => {

@@ -15,7 +15,11 @@ import type { SqlClient } from "../sql-client.js";
  * terms), the referrer or user agent, or a line stored whole. The values
  * holding it are found in the dictionary (`search_terms`, small: values
  * shared by many requests); the keys to read are chosen by their counts:
- * of an AND, the cheapest part; of an OR, every part. RE2 (match()) still
+ * of an AND, the cheapest part; of an OR, every part. The parts of the
+ * pattern's top AND (its pieces, and the strings every match contains)
+ * each hold at the latest version's sort time of every request that
+ * matches: besides the cheapest, those of few postings (`alsoUnder`) narrow
+ * the candidates to the sort times under all of them. RE2 (match()) still
  * decides every candidate: the index only narrows.
  */
 export interface SearchKeys {
@@ -23,6 +27,12 @@ export interface SearchKeys {
   keys: string[];
   /** How many postings they have in all (an upper bound: expired and replaced versions count). */
   postings: number;
+  /**
+   * More key sets, each of which every request the pattern may match is
+   * under too, at the same sort time (its latest version's): a candidate's
+   * sort time has a posting under `keys` and under each of these.
+   */
+  alsoUnder: string[][];
 }
 
 /**
@@ -49,6 +59,19 @@ const no: Need = { op: "no" };
 
 /** Keys of one lookup beyond this make it read as "anything" (an IN list is not an index). */
 const maxKeysPerLookup = 1000;
+
+/**
+ * How much a search reads to intersect more key sets (alsoUnder) with the
+ * cheapest: at most this many keys and postings in all. A key costs about
+ * a granule of `search_postings` (keys are hashes: scattered), read for
+ * each of the two sets a round builds; a candidate left out spares a
+ * granule of every column of `requests`. At 300,000 forge requests, the
+ * 80 keys of a referrer's prefix cost more than the 8 candidates of 10
+ * they left out (128 ms against 56); one key of 3,745 postings took a
+ * Read of 367 candidates to 2 in half the time (docs/benchmarks.md).
+ */
+const maxAlsoKeys = 16;
+const maxAlsoPostings = 50_000;
 
 /** An ip's characters: a piece of them alone may lie in one, which is not indexed. */
 const ipText = /^[0-9A-Fa-f.:]+$/;
@@ -220,9 +243,27 @@ export function createSearchIndex(sql: SqlClient) {
           }
         }
       };
-      const reading = evaluate(need);
+      // The top AND's parts (nested ANDs flattened), each evaluated as above:
+      // the cheapest is read, the others of few postings narrow it.
+      const conjuncts = (n: Need): Need[] => (n.op === "and" ? n.args.flatMap(conjuncts) : [n]);
+      const parts = conjuncts(need)
+        .map(evaluate)
+        .filter((r) => r.cost !== Infinity)
+        .sort((a, b) => a.cost - b.cost);
+      const reading = parts[0] ?? anything;
       if (reading.cost > limit) return undefined;
-      return { keys: [...reading.keys], postings: reading.cost };
+      const alsoUnder: string[][] = [];
+      let [keys, postings] = [0, 0];
+      for (const part of parts.slice(1)) {
+        if (reading.keys.size === 0) break;
+        // (A part whose keys hold the cheapest's narrows nothing.)
+        if ([...reading.keys].every((k) => part.keys.has(k))) continue;
+        if (keys + part.keys.size > maxAlsoKeys || postings + part.cost > maxAlsoPostings) continue;
+        keys += part.keys.size;
+        postings += part.cost;
+        alsoUnder.push([...part.keys]);
+      }
+      return { keys: [...reading.keys], postings: reading.cost, alsoUnder };
     },
   };
 }

@@ -315,11 +315,26 @@ export function createSnapshotPaging(
   }
 
   /**
+   * The sort times of a search's candidates (unordered): those with a
+   * posting under its keys and, when it has more key sets (alsoUnder),
+   * under one of each too (one pass over all of their postings, grouped by
+   * sort time).
+   */
+  function candidatesSql(found: SearchKeys, app: string, range: readonly string[]) {
+    if (found.alsoUnder.length === 0) return `SELECT DISTINCT sort_time FROM search_postings WHERE ${and([app, `key IN ${sqlList(found.keys)}`, ...range])}`;
+    const sets = [found.keys, ...found.alsoUnder];
+    const every = [...new Set(sets.flat())];
+    return `SELECT sort_time FROM search_postings WHERE ${and([app, `key IN ${sqlList(every)}`, ...range])}
+      GROUP BY sort_time HAVING ${sets.map((keys) => `max(key IN ${sqlList(keys)}) = 1`).join(" AND ")}`;
+  }
+
+  /**
    * The scan of unchanged records for a combined_log_regex, from its
    * candidates in the search index (search-index.ts), a round of candidates
    * at a time (newest first from the cursor) until the page is full, each
    * round one statement that reads only what its candidates lie in: their
-   * sort times under the keys (`search_postings`, by its key), the ids of
+   * sort times under the keys (`search_postings`, by its key; under those of
+   * every set it has: candidatesSql), the ids of
    * the requests that stood there (`positions` by its key, without FINAL:
    * any version that stood there names its request), and the latest
    * versions of those requests (`requests` by its key: the ids first, in
@@ -342,9 +357,7 @@ export function createSnapshotPaging(
     // end by then. (On a cluster each set is found once, on every shard's
     // rows, then sent to every shard: inSet.)
     for (let i = 0; i < found.postings && hits.length < plan.count + 1; i += candidatesPerRound) {
-      const round = `SELECT DISTINCT sort_time FROM search_postings
-        WHERE ${and([app, `key IN ${sqlList(found.keys)}`, ...range])}
-        ORDER BY sort_time DESC LIMIT ${sqlInt(i)}, ${sqlInt(candidatesPerRound)}`;
+      const round = `${candidatesSql(found, app, range)} ORDER BY sort_time DESC LIMIT ${sqlInt(i)}, ${sqlInt(candidatesPerRound)}`;
       const stood = `SELECT request_id FROM positions PREWHERE ${app} AND sort_time ${inSet} (${round})`;
       const rows = await sql.rows<RequestRow>(
         `SELECT * FROM ${requestsRead(`PREWHERE ${app} AND request_id ${inSet} (${stood}) ORDER BY request_id, seq DESC LIMIT 1 BY request_id`)}
