@@ -12,7 +12,8 @@
  *   node dist/bench/clickhouse-search-reads.js [requests] [other checkout, built]     (default 300000)
  * With REQLOG_PROBE_KEEP=1 its ClickHouse stays up (until SIGTERM) and a later run given
  * REQLOG_PROBE_URL=<its url> asks it again without writing. REQLOG_PROBE_PATTERNS=selective,
- * =two or =5xx asks that pattern only; REQLOG_PROBE_ROUNDS=N times N rounds of each side (default 3).
+ * =two or =5xx asks that pattern only; REQLOG_PROBE_ROUNDS=N times N rounds of each side (default 3);
+ * REQLOG_PROBE_APP=<app> lists the statements of a Read of that app (default forge).
  */
 import { join, resolve } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -74,15 +75,16 @@ async function main() {
                        ORDER BY sort_time DESC, request_id DESC LIMIT 1000`);
 
   const only = process.env.REQLOG_PROBE_PATTERNS;
+  const probed = process.env.REQLOG_PROBE_APP ?? "forge";
   const patterns = [["selective", selectivePattern], ["two parts", twoPartPattern], ["no index narrows (5xx)", unindexablePattern]] as const;
   for (const [label, pattern] of patterns.filter(([l]) => only === undefined || l.includes(only))) {
     // One Read of app forge on each side, its statements from the query log (a second apart, by event time).
     for (let i = 0; i < servers.length; i++) {
-      await regexRead(i, pattern, "forge"); // warm
+      await regexRead(i, pattern, probed); // warm
       await client.command({ query: "SYSTEM FLUSH LOGS" });
       const [{ t }] = await chRows<{ t: string }>(client, "SELECT toString(now()) AS t");
       await sleep(1100);
-      const found = (await regexRead(i, pattern, "forge")).log.length;
+      const found = (await regexRead(i, pattern, probed)).log.length;
       await sleep(1100);
       await client.command({ query: "SYSTEM FLUSH LOGS" });
       const logged = await chRows<Logged>(
@@ -92,7 +94,7 @@ async function main() {
            AND query NOT LIKE '%system.%' AND query NOT LIKE '%servers%' AND query NOT LIKE '%request_keys%'
          ORDER BY event_time, query_start_time`,
       );
-      console.log(`\n${label}, ${sides[i]}: ${found} matches in forge; statements:`);
+      console.log(`\n${label}, ${sides[i]}: ${found} matches in ${probed}; statements:`);
       let rows = 0;
       for (const q of logged) {
         rows += Number(q.read_rows);

@@ -295,11 +295,14 @@ export function createSnapshotPaging(
     };
     // A pattern's first window, where the hours of the range are known: about
     // ten times the rows a page takes (by the hours' rows a µs), so that its
-    // matches tell how wide the next must be; at least a minute.
+    // matches tell how wide the next must be; at least a minute. A range of
+    // at most five times that is one window: a statement more (the sort
+    // times of the app read again, the matches read whole twice) costs more
+    // than the lines of the rows it would spare.
     let first = firstWindowUs;
     if (known && patterns && known.requests > 0) {
       const perRows = Number(known.from - known.oldest) / known.requests;
-      const wide = BigInt(Math.ceil(10 * wanted * perRows));
+      const wide = known.requests <= 50 * wanted ? widestWindowUs : BigInt(Math.ceil(10 * wanted * perRows));
       if (wide > first) first = wide;
     }
     for await (const { window, last, requests } of scanWindows(plan, from, signal, first, grow, known)) {
