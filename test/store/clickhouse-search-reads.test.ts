@@ -118,13 +118,21 @@ describe("a selective regex Read on ClickHouse", () => {
     try {
       const indexed = await open("always");
       let at = 0n;
-      const write = async (id: string, fields: Parameters<typeof minimalLog>[0]) => {
+      const prepared = (id: string, fields: Parameters<typeof minimalLog>[0]) => {
         at += 1000n;
         const log = minimalLog({ requestId: rid(id), startTime: t0 + at, endTime: t0 + at + 500n, finished: true, httpVersion: "HTTP/1.1", status: 200, ...fields });
-        await indexed.store.write([prepareRequestLog(log, defaultLimits, "log")], signal);
+        return prepareRequestLog(log, defaultLimits, "log");
       };
-      // Many requests under the agent, few under the resource.
-      for (let i = 0; i < 40; i++) await write(`other-${i}`, { resource: `/api/v1/items/${i}/view`, userAgent: "probe-agent/1" });
+      const write = (id: string, fields: Parameters<typeof minimalLog>[0]) => indexed.store.write([prepared(id, fields)], signal);
+      // More requests under the agent than under the resource, and more under the resource than the
+      // agent's few keys cost to read (so that the agent's keys narrow the resource's).
+      await indexed.store.write(
+        [
+          ...Array.from({ length: 40 }, (_, i) => prepared(`other-${i}`, { resource: `/api/v1/items/${i}/view`, userAgent: "probe-agent/1" })),
+          ...Array.from({ length: 20 }, (_, i) => prepared(`curl-${i}`, { resource: `/tools/probe?v=${i}`, userAgent: "curl/8" })),
+        ],
+        signal,
+      );
       await write("start", { resource: "/tools/probe?v=1", userAgent: "probe-agent/1" }); // resource start, user agent
       await write("rest", { resource: "/api/v1/items/77/tools/probe?v=2", userAgent: "probe-agent/1 (x)" }); // tokens of the rest
       await write("referrer", { resource: "/tools/probe?v=3", referrer: "https://x.example/probe-agent/1", userAgent: "curl/8" }); // agent text in the referrer

@@ -6,7 +6,7 @@ import { checkRequestIdBytes, createPageBytes, pageBytesOf } from "../../../quer
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
 import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
-import type { SearchIndex, SearchKeys } from "./search-index.js";
+import { candidatesPerRound, type SearchIndex, type SearchKeys } from "./search-index.js";
 import { hourOf, usecPerHour } from "../rows/hours.js";
 import { type RequestRow, requestsRead, selectStoredAsWritten } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
@@ -74,11 +74,6 @@ const widestWindowUs = firstWindowUs * 10n ** 7n;
 const maxCandidates = 20_000;
 /** A range of at most this many records (by the hours it touches) is scanned, not searched in the index. */
 export const indexFromRows = 2_000;
-/**
- * Candidates (sort times, newest first) checked per round: a selective
- * pattern's all fit in one; a page full of matches stops early.
- */
-const candidatesPerRound = 2_000;
 
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
 
