@@ -11,7 +11,8 @@
  * dominates shows.
  *   node dist/bench/clickhouse-search-reads.js [requests] [other checkout, built]     (default 300000)
  * With REQLOG_PROBE_KEEP=1 its ClickHouse stays up (until SIGTERM) and a later run given
- * REQLOG_PROBE_URL=<its url> asks it again without writing.
+ * REQLOG_PROBE_URL=<its url> asks it again without writing. REQLOG_PROBE_PATTERNS=selective,
+ * =two or =5xx asks that pattern only; REQLOG_PROBE_ROUNDS=N times N rounds of each side (default 3).
  */
 import { join, resolve } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -72,7 +73,9 @@ async function main() {
     chRows(client, `SELECT ${recordColumns} FROM raw_requests WHERE app_id = ${chString(appId)} AND match(combined, ${chString(pattern)})
                        ORDER BY sort_time DESC, request_id DESC LIMIT 1000`);
 
-  for (const [label, pattern] of [["selective", selectivePattern], ["two parts", twoPartPattern], ["no index narrows (5xx)", unindexablePattern]] as const) {
+  const only = process.env.REQLOG_PROBE_PATTERNS;
+  const patterns = [["selective", selectivePattern], ["two parts", twoPartPattern], ["no index narrows (5xx)", unindexablePattern]] as const;
+  for (const [label, pattern] of patterns.filter(([l]) => only === undefined || l.includes(only))) {
     // One Read of app forge on each side, its statements from the query log (a second apart, by event time).
     for (let i = 0; i < servers.length; i++) {
       await regexRead(i, pattern, "forge"); // warm
@@ -98,10 +101,18 @@ async function main() {
       console.log(`  (${logged.length} statements, ${rows.toLocaleString()} rows)`);
     }
     const counts = sides.map(() => 0);
-    const times = await alternating(3, 3, [
+    // Each build's answers, in order (ids, lines and whether a next page follows): the builds must agree exactly.
+    const answers = servers.map(() => "");
+    const times = await alternating(Number(process.env.REQLOG_PROBE_ROUNDS ?? 3), 3, [
       ...servers.map((_, i) => async () => {
         counts[i] = 0;
-        for (const appId of trafficApps) counts[i]! += (await regexRead(i, pattern, appId)).log.length;
+        const seen: string[] = [];
+        for (const appId of trafficApps) {
+          const page = await regexRead(i, pattern, appId);
+          counts[i]! += page.log.length;
+          seen.push(...page.log.map((l) => `${Buffer.from(l.requestId).toString("hex")} ${l.combined} ${l.latency} ${l.host}`), page.offset ? "more" : "end");
+        }
+        answers[i] = seen.join(",");
       }),
       async () => {
         counts[servers.length] = 0;
@@ -109,6 +120,7 @@ async function main() {
       },
     ]);
     if (new Set(counts).size !== 1) throw new Error(`${pattern}: ${counts.join(", ")} matches (${sides.join(", ")})`);
+    if (new Set(answers).size !== 1) throw new Error(`${pattern}: the builds' answers differ`);
     const raw = times.at(-1)!;
     console.log(`\n${label} over every app (${counts[0]} matches): ${times.map((t, i) => `${sides[i]} ${t.toFixed(1)} ms (${(t / raw).toFixed(2)}× raw)`).join(", ")}`);
   }

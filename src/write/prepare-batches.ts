@@ -5,6 +5,7 @@ import { exceeded, type Limits } from "../limits.js";
 import { ReqlogError } from "../reqlog-error.js";
 import { checkIdentifier } from "./identifiers.js";
 import { prepareRequestLog } from "./prepare-request-log.js";
+import { layOutLaterRequestLogs } from "./request-log-layout.js";
 import { missingRequiredFields, requiredFieldsError } from "./required-fields.js";
 import type { Privacy } from "./privacy.js";
 import { checkLines, fromUserAppLogLines } from "./validate-lines.js";
@@ -39,6 +40,7 @@ export function prepareWrite(request: WriteRequest, limits: Limits, privacy: Pri
   if (request.log.length > limits.maxRecordsPerWrite) {
     return { apps, records: [], tooMany: exceeded(limits, "maxRecordsPerWrite", request.log.length, "number of records in Write") };
   }
+  layOutLaterRequestLogs(request.log);
   try {
     const latest = latestTime(limits, systemClock());
     return { apps, records: request.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, { privacy, latest })) };
@@ -54,6 +56,7 @@ export function prepareIngest(batch: IngestRequest, limits: Limits, privacy: Pri
   if (batch.log.length > limits.maxRecordsPerWrite) {
     return refused(exceeded(limits, "maxRecordsPerWrite", batch.log.length, "number of records in an Ingest batch"));
   }
+  layOutLaterRequestLogs(batch.log);
   try {
     const latest = latestTime(limits, systemClock());
     const records = batch.log.map((log, i) => prepareRequestLog(log, limits, `log[${i}]`, { privacy, latest }));

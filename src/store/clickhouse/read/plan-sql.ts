@@ -15,19 +15,20 @@ export function versionsSql(versions: readonly { moduleId: string; versionId?: s
 }
 
 /**
- * The combined line a required literal is searched in: without the derived
- * line's time when the literal cannot lie in it, which spares most of
- * deriving the line (two date formats a row) on a scan. A derived line
- * holds `"` only around its request, referrer and user agent (a field with
- * one is stored whole: plainFields), and its time ends two characters
- * before its first quote (`…+0000] "`); so a literal holding a quote, with at
- * most two characters before its first, is in the line only where the
- * line without its time (`[] "`) has it too. Such a search only narrows:
- * match() still decides on the whole line.
+ * The combined line a required literal is searched in: from two characters
+ * before the derived line's first quote on when the literal cannot lie
+ * before, which spares most of deriving the line (the stored address
+ * decoded, two date formats a row) on a scan. A derived line holds `"` only
+ * around its request, referrer and user agent (a field with one, the
+ * address among them, is stored whole: plainFields), and its time ends two
+ * characters before its first quote (`…+0000] "`); so a literal holding a
+ * quote, with at most two characters before its first, is in the line only
+ * where the line from there (`] "GET …`) has it too. Such a search only
+ * narrows: match() still decides on the whole line.
  */
 function lineSearchedFor(literal: string): string {
   const quote = literal.indexOf('"');
-  return quote >= 0 && quote <= 2 ? combinedLineSql({ time: false }) : combinedSql;
+  return quote >= 0 && quote <= 2 ? combinedLineSql({ head: false }) : combinedSql;
 }
 
 /** An RE2 test of a column or expression (`over`), written for an outer query that selects it as `name`. */

@@ -32,12 +32,13 @@ interface ScanRow extends Candidate {
   row?: RequestRow;
 }
 
-/** A match of a scan: a version of a request (64-bit integers as text). */
+/** A match of a scan: a version of a request (64-bit integers as text); `row`: it whole, when the scan read it (firstMatches). */
 interface Hit {
   sort_time: string;
   rkey: string;
   request_id: string;
   seq: string;
+  row?: RequestRow;
 }
 
 /** How many rows a scan examines and the last of them (64-bit integers as text, a tuple as an array). */
@@ -115,7 +116,8 @@ export interface PagingHistory {
  *
  * ClickHouse scans the unchanged records to the plan's budget and applies
  * its filters; only the matches a page can take and the last row examined
- * come back (unchangedScan), and the matching records are then read whole.
+ * come back (unchangedScan), and the matching records are then read whole
+ * (a pattern's scan reads them whole itself: firstMatches).
  */
 export function createSnapshotPaging(
   sql: SqlClient,
@@ -234,6 +236,7 @@ export function createSnapshotPaging(
     const wanted = plan.count + 1;
     const bound = after?.sortTime ?? plan.endTime;
     const from = bound ?? now();
+    let known: StoredSpan | undefined;
     if (search && plan.combinedRegex !== undefined) {
       // Which keys narrow the pattern, asked beside how much the range holds
       // (one round trip): few rows are scanned as fast as the index is asked,
@@ -247,6 +250,7 @@ export function createSnapshotPaging(
       ]);
       if (span === null) return { found: [] };
       if (keys && span.requests > search.fromRows) return { found: await indexedScan(keys, plan, scope, after, signal) };
+      known = span;
     }
     const extent = (where: readonly string[], limit?: number) =>
       sql.rows<ScanExtent>(
@@ -269,7 +273,31 @@ export function createSnapshotPaging(
     let examined = 0;
     let oldestKey: [string, string] | undefined;
     const hits: Hit[] = [];
-    for await (const { window, last, requests } of scanWindows(plan, from, signal)) {
+    /**
+     * The next window of a pattern's scan: ten times the last, or as wide
+     * as the rows the page still needs take (1.5 times the rows the matches
+     * so far say it needs, at most the budget's), by the rows a µs of the
+     * windows so far held. Each window reads the sort time of every request
+     * of the app (`requests` is not ordered by time): a 5xx Read of 1,000
+     * read five windows to fill its page, where two do.
+     */
+    const grow = (width: bigint) => {
+      const tenfold = width * 10n;
+      if (!patterns || examined === 0) return tenfold;
+      const needed = 1.5 * Math.min(rows + 1 - examined, ((wanted - hits.length) * examined) / Math.max(hits.length, 1));
+      const wide = width + BigInt(Math.ceil((needed * Number(width)) / examined));
+      return wide > tenfold ? wide : tenfold;
+    };
+    // A pattern's first window, where the hours of the range are known: about
+    // ten times the rows a page takes (by the hours' rows a µs), so that its
+    // matches tell how wide the next must be; at least a minute.
+    let first = firstWindowUs;
+    if (known && patterns && known.requests > 0) {
+      const perRows = Number(known.from - known.oldest) / known.requests;
+      const wide = BigInt(Math.ceil(10 * wanted * perRows));
+      if (wide > first) first = wide;
+    }
+    for await (const { window, last, requests } of scanWindows(plan, from, signal, first, grow, known)) {
       const where = [...scope, ...window];
       // (On a cluster, each shard sums up its own rows.) The last window of a
       // pattern's scan of many rows, all that is left of the range, may fill the page
@@ -301,7 +329,7 @@ export function createSnapshotPaging(
     const oldest: ScanRow = { sortTime: BigInt(oldestKey[0]), rkey: BigInt(oldestKey[1]), requestId: "", matches: false };
     // The matches up to the last row examined (those past it are past the budget).
     const found = hits
-      .map((h): ScanRow => ({ sortTime: BigInt(h.sort_time), rkey: BigInt(h.rkey), requestId: h.request_id, matches: true }))
+      .map((h): ScanRow => ({ sortTime: BigInt(h.sort_time), rkey: BigInt(h.rkey), requestId: h.request_id, matches: true, row: h.row }))
       .filter((h) => !newer(oldest, h));
     const last = found.at(-1);
     const end = last && last.sortTime === oldest.sortTime && last.rkey === oldest.rkey ? last : oldest;
@@ -399,21 +427,31 @@ export function createSnapshotPaging(
 
   /**
    * The windows of sort time a scan reads in turn, newest first, as
-   * conditions (and whether it is the last): the newest minute below where it starts (the cursor, the
+   * conditions (and whether it is the last): the newest `first` µs (a
+   * minute, or more) below where it starts (the cursor, the
    * plan's end time or now; a first window also takes what sorts after
-   * now), then each ten times wider than the last, until one reaches the
-   * plan's start time or spans ~19 years (the last takes all that is left).
+   * now), then each reaching as far below the start as `grow` says (ten
+   * times the last, or more), until one reaches the plan's start time or
+   * spans ~19 years (the last takes all that is left).
    * When the first window leaves the page short, the hours of requests
    * below it are looked up (storedSpan): the windows go on from the newest
    * of them (a minute wide again: a gap costs no round trips that find
-   * nothing) and stop at the oldest.
+   * nothing) and stop at the oldest. `known`: those hours, looked up
+   * already (from `start`): the first window starts at the newest.
    */
-  async function* scanWindows(plan: ReadPlan, start: bigint, signal: AbortSignal): AsyncGenerator<ScanWindow> {
-    let from = start;
-    let oldest: bigint | undefined;
-    let requests = 0;
+  async function* scanWindows(
+    plan: ReadPlan,
+    start: bigint,
+    signal: AbortSignal,
+    first: bigint,
+    grow: (width: bigint) => bigint,
+    known?: StoredSpan,
+  ): AsyncGenerator<ScanWindow> {
+    let from = known ? known.from : start;
+    let oldest = known?.oldest;
+    let requests = known?.requests ?? 0;
     let upper: bigint | undefined;
-    for (let width = firstWindowUs; ; width *= 10n) {
+    for (let width = first; ; width = grow(width)) {
       if (upper !== undefined && oldest === undefined) {
         // The first window did not fill the page: where the rest of the data lies.
         const span = await storedSpan(plan, upper, true, signal);
@@ -437,9 +475,13 @@ export function createSnapshotPaging(
    * request's latest version. Without FINAL (which merges every column the
    * filters read, of every row: most of a scan's cost when the combined line
    * is derived), ClickHouse reads the columns as a plain table; the latest
-   * versions are then looked up by key, for the few ids found. Exact when it
-   * finds enough matches or finds every matching version; else (many
-   * matching versions superseded) the same search runs on requests FINAL.
+   * versions are then read whole by key, for as many of the ids found, newest
+   * first, as the page can take (then once more for as many as are still
+   * missing): a page takes them as they are (`row`) when no version of the
+   * app was stored past the snapshot by the time the changes are looked
+   * for, and reads none of them again. Exact when it finds enough matches or
+   * finds every matching version; else (many matching versions superseded)
+   * the same search runs on requests FINAL.
    */
   async function firstMatches(plan: ReadPlan, scope: readonly string[], window: readonly string[], wanted: number, signal: AbortSignal): Promise<Hit[]> {
     const filters = scanFilters(plan);
@@ -462,14 +504,18 @@ export function createSnapshotPaging(
       );
     const limit = 2 * wanted;
     const versions = await search(false, limit);
-    if (versions.length === 0) return [];
-    const ids = [...new Set(versions.map((v) => v.request_id))];
-    const latest = await sql.rows<{ request_id: string; seq: string }>(
-      selectStoredAsWritten("request_id, max(seq) AS seq", `WHERE app = ${sqlString(plan.appId)} AND request_id IN ${sqlList(ids.map(sqlString))} GROUP BY request_id`),
-      signal,
-    );
-    const latestSeq = new Map(latest.map((l) => [l.request_id, l.seq]));
-    const hits = versions.filter((v) => latestSeq.get(v.request_id) === v.seq);
+    const hits: Hit[] = [];
+    // (A version is its request's latest when the latest that exists is that
+    // version: deleted or not passing the filters, it is not.)
+    for (let at = 0, round = 0; at < versions.length && hits.length < wanted; round++) {
+      const next = round === 0 ? versions.slice(at, at + wanted) : versions.slice(at);
+      at += next.length;
+      const latest = new Map((await records.byIds(plan.appId, next.map((v) => v.request_id), [], signal)).map((r) => [r.request_id, r]));
+      for (const v of next) {
+        const row = latest.get(v.request_id);
+        if (row?.seq === v.seq) hits.push({ ...v, row });
+      }
+    }
     return hits.length >= wanted || versions.length < limit ? hits.slice(0, wanted) : search(true, wanted);
   }
 

@@ -432,17 +432,20 @@ const orDash = (column: string) => `if(${column} = '', '-', ${column})`;
 
 /**
  * A row's combined line in SQL: the column, or (when "") the line
- * formatCombined derives; `time: false` leaves the derived line's time out
- * (`[]`), for a search of text that cannot lie in it (plan-sql.ts).
+ * formatCombined derives; `head: false` leaves out the derived line's
+ * address, identity and time, up to the two characters before its first
+ * quote (`] "…`), for a search of text that cannot lie in them
+ * (plan-sql.ts). Decoding the stored address (IPv4NumToString) and
+ * formatting the time cost most of deriving a line on a scan.
  */
-export const combinedLineSql = ({ time }: { time: boolean }) => `if(combined != '', combined, concat(
-  ${orDash("ip")}, ' - - [', ${time ? `formatDateTime(${lineTime}, '%d/'), ${months}[toMonth(${lineTime})],
+export const combinedLineSql = ({ head }: { head: boolean }) => `if(combined != '', combined, concat(
+  ${head ? `${orDash("ip")}, ' - - [', formatDateTime(${lineTime}, '%d/'), ${months}[toMonth(${lineTime})],
   formatDateTime(${lineTime}, '/%Y:%H:%M:%S +0000'), ` : ""}'] "', method, ' ', resource,
   if(http_version = '', '', concat(' ', http_version)), '" ', toString(status), ' ', toString(response_size),
   ' "', ${orDash("referrer")}, '" "', ${orDash("user_agent")}, '"'))`;
 
 /** A row's combined line in SQL: the column, or (when "") the line formatCombined derives. */
-export const combinedSql = combinedLineSql({ time: true });
+export const combinedSql = combinedLineSql({ head: true });
 
 /** The key of a request in maps: app and request id. */
 export const requestKey = (app: string, requestId: string) => `${app}\u0000${requestId}`;
