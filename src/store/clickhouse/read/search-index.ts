@@ -25,8 +25,6 @@ import type { SqlClient } from "../sql-client.js";
 export interface SearchKeys {
   /** Every request the pattern may match is under one of these keys (ClickHouse's UInt64, as text); empty: none is. */
   keys: string[];
-  /** How many postings they have in all (an upper bound: expired and replaced versions count). */
-  postings: number;
   /**
    * More key sets, each of which every request the pattern may match is
    * under too, at the same sort time (its latest version's): a candidate's
@@ -273,7 +271,7 @@ export function createSearchIndex(sql: SqlClient) {
         spent += cost;
         alsoUnder.push([...part.keys]);
       }
-      return { keys: [...reading.keys], postings: reading.cost, alsoUnder };
+      return { keys: [...reading.keys], alsoUnder };
     },
   };
 }
