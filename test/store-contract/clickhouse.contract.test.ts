@@ -609,6 +609,38 @@ describe("ClickHouse migration 005 (the search index)", () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });
+  it("keeps a term in the index that a write racing a Delete shares with the deleted request", async () => {
+    const database = `reqlog_search_delete_race_${process.pid}`;
+    let raced = false;
+    let backend: Opened | undefined;
+    backend = await openClickHouseBackend({
+      url: server.url, database, now: () => t0 + 100n, searchIndex: "always",
+      interpose: (sql) =>
+        scans.interpose({
+          ...sql,
+          async command(query, signal) {
+            // Written after the Delete found the referrer unused, before it takes it out of the dictionary.
+            if (!raced && query.includes("search_terms") && query.includes("DELETE")) {
+              raced = true;
+              await write(backend!, "racing", "/api/v1/repos/bob/app/actions/artifacts/77/zip", { referrer: "https://qvxz.example/" });
+            }
+            return sql.command(query, signal);
+          },
+        }),
+    });
+    try {
+      await write(backend, "secret", "/api/v1/repos/bob/app/actions/artifacts/48213/zip", { referrer: "https://qvxz.example/" });
+      expect(await backend.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("secret")] }, signal)).toBe(1);
+      expect(raced).toBe(true);
+      while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await matching(backend, "qvxz\\.example")).toEqual({ ids: ["racing"], indexed: true });
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
 });
 
 describe("ClickHouse paging far above the data", () => {

@@ -5,6 +5,7 @@ import { defaultLimits } from "../../src/limits.js";
 import { createOffsetCodec } from "../../src/query/offset-codec.js";
 import { planRead } from "../../src/query/read-plan.js";
 import { openClickHouseBackend } from "../../src/store/clickhouse/clickhouse-backend.js";
+import type { SqlClient } from "../../src/store/clickhouse/sql-client.js";
 import type { Backend } from "../../src/store/store.js";
 import { prepareRequestLog } from "../../src/write/prepare-request-log.js";
 import { type ClickHouseServer, queryRows, startClickHouse } from "../helpers/clickhouse-server.js";
@@ -118,13 +119,21 @@ describe("a selective regex Read on ClickHouse", () => {
     try {
       const indexed = await open("always");
       let at = 0n;
-      const write = async (id: string, fields: Parameters<typeof minimalLog>[0]) => {
+      const prepared = (id: string, fields: Parameters<typeof minimalLog>[0]) => {
         at += 1000n;
         const log = minimalLog({ requestId: rid(id), startTime: t0 + at, endTime: t0 + at + 500n, finished: true, httpVersion: "HTTP/1.1", status: 200, ...fields });
-        await indexed.store.write([prepareRequestLog(log, defaultLimits, "log")], signal);
+        return prepareRequestLog(log, defaultLimits, "log");
       };
-      // Many requests under the agent, few under the resource.
-      for (let i = 0; i < 40; i++) await write(`other-${i}`, { resource: `/api/v1/items/${i}/view`, userAgent: "probe-agent/1" });
+      const write = (id: string, fields: Parameters<typeof minimalLog>[0]) => indexed.store.write([prepared(id, fields)], signal);
+      // More requests under the agent than under the resource, and more under the resource than the
+      // agent's few keys cost to read (so that the agent's keys narrow the resource's).
+      await indexed.store.write(
+        [
+          ...Array.from({ length: 40 }, (_, i) => prepared(`other-${i}`, { resource: `/api/v1/items/${i}/view`, userAgent: "probe-agent/1" })),
+          ...Array.from({ length: 20 }, (_, i) => prepared(`curl-${i}`, { resource: `/tools/probe?v=${i}`, userAgent: "curl/8" })),
+        ],
+        signal,
+      );
       await write("start", { resource: "/tools/probe?v=1", userAgent: "probe-agent/1" }); // resource start, user agent
       await write("rest", { resource: "/api/v1/items/77/tools/probe?v=2", userAgent: "probe-agent/1 (x)" }); // tokens of the rest
       await write("referrer", { resource: "/tools/probe?v=3", referrer: "https://x.example/probe-agent/1", userAgent: "curl/8" }); // agent text in the referrer
@@ -146,6 +155,60 @@ describe("a selective regex Read on ClickHouse", () => {
     } finally {
       for (const backend of opened) await backend.close();
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
+  it("reads its candidates in rounds by sort time: a write or a Delete between rounds repeats or skips none", async () => {
+    // 2,100 candidates under the resource's start (two rounds), three of them matching: the 2,000th newest
+    // (the last of the first round), the 2,001st and the 2,051st. Between the rounds a request is written
+    // (a newer candidate: it is not in the snapshot) or a non-matching one of the first round is deleted
+    // (a candidate fewer): the page is the same.
+    const matching = new Set([100, 99, 49]);
+    for (const between of ["write", "delete"] as const) {
+      const database = `reqlog_search_rounds_${between}_${process.pid}`;
+      let backend: Backend | undefined;
+      let raced = false;
+      const race = async () => {
+        if (between === "write") {
+          const late = minimalLog({ requestId: rid("late"), startTime: t0 + 10_000_000n, endTime: t0 + 10_000_500n, finished: true, resource: "/tools/probe?v=9999", status: 500 });
+          await backend!.store.write([prepareRequestLog(late, defaultLimits, "log")], signal);
+        } else {
+          expect(await backend!.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("p2050")] }, signal)).toBe(1);
+        }
+      };
+      backend = await openClickHouseBackend({
+        url: server.url, database, now: () => t0 + 100_000_000n, searchIndex: "always",
+        interpose: (sql: SqlClient): SqlClient => ({
+          ...sql,
+          async rows<T>(query: string, signal?: AbortSignal) {
+            const rows = await sql.rows<T>(query, signal);
+            // (After the first query that reads the candidates' postings: the first round's.)
+            if (!raced && query.includes("FROM search_postings") && query.includes("ORDER BY sort_time DESC")) {
+              raced = true;
+              await race();
+            }
+            return rows;
+          },
+        }),
+      });
+      try {
+        const logs = Array.from({ length: 2_100 }, (_, i) =>
+          prepareRequestLog(
+            minimalLog({
+              requestId: rid(`p${i}`), startTime: t0 + BigInt(i) * 1000n, endTime: t0 + BigInt(i) * 1000n + 500n, finished: true,
+              resource: `/tools/probe?v=${i}`, status: matching.has(i) ? 500 : 200,
+            }),
+            defaultLimits,
+            "log",
+          ),
+        );
+        await backend.store.write(logs, signal);
+        const page = await backend.store.read(regexReadPlan(String.raw`/tools/probe\?v=\d+" 500 `), signal);
+        expect(raced).toBe(true);
+        expect(page.records.map((r) => decoder.decode(r.log.requestId))).toEqual(["p100", "p99", "p49"]);
+      } finally {
+        await backend.close();
+        await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+      }
     }
   });
 });

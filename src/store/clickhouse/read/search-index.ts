@@ -18,15 +18,13 @@ import type { SqlClient } from "../sql-client.js";
  * of an AND, the cheapest part; of an OR, every part. The parts of the
  * pattern's top AND (its pieces, and the strings every match contains)
  * each hold at the latest version's sort time of every request that
- * matches: besides the cheapest, those of few postings (`alsoUnder`) narrow
- * the candidates to the sort times under all of them. RE2 (match()) still
+ * matches: besides the cheapest, those cheap to read beside it (`alsoUnder`)
+ * narrow the candidates to the sort times under all of them. RE2 (match()) still
  * decides every candidate: the index only narrows.
  */
 export interface SearchKeys {
   /** Every request the pattern may match is under one of these keys (ClickHouse's UInt64, as text); empty: none is. */
   keys: string[];
-  /** How many postings they have in all (an upper bound: expired and replaced versions count). */
-  postings: number;
   /**
    * More key sets, each of which every request the pattern may match is
    * under too, at the same sort time (its latest version's): a candidate's
@@ -61,17 +59,26 @@ const no: Need = { op: "no" };
 const maxKeysPerLookup = 1000;
 
 /**
- * How much a search reads to intersect more key sets (alsoUnder) with the
- * cheapest: at most this many keys and postings in all. A key costs about
- * a granule of `search_postings` (keys are hashes: scattered), read for
- * each of the two sets a round builds; a candidate left out spares a
- * granule of every column of `requests`. At 300,000 forge requests, the
- * 80 keys of a referrer's prefix cost more than the 8 candidates of 10
- * they left out (128 ms against 56); one key of 3,745 postings took a
- * Read of 367 candidates to 2 in half the time (docs/benchmarks.md).
+ * Candidates (sort times, newest first) a regex Read checks per round
+ * (snapshot-paging.ts): a selective pattern's all fit in one; a page full
+ * of matches stops early. Each round reads the postings of every set again.
  */
-const maxAlsoKeys = 16;
-const maxAlsoPostings = 50_000;
+export const candidatesPerRound = 2_000;
+
+/**
+ * What intersecting a key set (alsoUnder) with the cheapest costs, in
+ * granules of `search_postings` read: about one a key (keys are hashes:
+ * scattered) and one every 8,192 postings. A candidate it leaves out spares
+ * a granule of every column of `requests`, about ten times as much (at
+ * 300,000 forge requests, load 5: 80 keys cost 72 ms, 10 candidates 46).
+ * Sets are intersected while all of them cost at most one granule a
+ * candidate of the cheapest in a round: at 300,000 requests the 80
+ * keys of a referrer's prefix cost more than the 8 candidates of 10 they
+ * left out (128 ms against 56); one key of 3,745 postings took a Read of
+ * 367 candidates to 2 in half the time (docs/benchmarks.md).
+ */
+const postingsGranule = 8192;
+const intersectionCost = (keys: number, postings: number) => keys + Math.ceil(postings / postingsGranule);
 
 /** An ip's characters: a piece of them alone may lie in one, which is not indexed. */
 const ipText = /^[0-9A-Fa-f.:]+$/;
@@ -244,7 +251,8 @@ export function createSearchIndex(sql: SqlClient) {
         }
       };
       // The top AND's parts (nested ANDs flattened), each evaluated as above:
-      // the cheapest is read, the others of few postings narrow it.
+      // the cheapest is read, the others that cost less to read than its
+      // candidates narrow it.
       const conjuncts = (n: Need): Need[] => (n.op === "and" ? n.args.flatMap(conjuncts) : [n]);
       const parts = conjuncts(need)
         .map(evaluate)
@@ -253,17 +261,17 @@ export function createSearchIndex(sql: SqlClient) {
       const reading = parts[0] ?? anything;
       if (reading.cost > limit) return undefined;
       const alsoUnder: string[][] = [];
-      let [keys, postings] = [0, 0];
+      let spent = 0;
       for (const part of parts.slice(1)) {
         if (reading.keys.size === 0) break;
         // (A part whose keys hold the cheapest's narrows nothing.)
         if ([...reading.keys].every((k) => part.keys.has(k))) continue;
-        if (keys + part.keys.size > maxAlsoKeys || postings + part.cost > maxAlsoPostings) continue;
-        keys += part.keys.size;
-        postings += part.cost;
+        const cost = intersectionCost(part.keys.size, part.cost);
+        if (spent + cost > Math.min(reading.cost, candidatesPerRound)) continue;
+        spent += cost;
         alsoUnder.push([...part.keys]);
       }
-      return { keys: [...reading.keys], postings: reading.cost, alsoUnder };
+      return { keys: [...reading.keys], alsoUnder };
     },
   };
 }

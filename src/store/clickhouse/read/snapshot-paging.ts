@@ -6,7 +6,7 @@ import { checkRequestIdBytes, createPageBytes, pageBytesOf } from "../../../quer
 import { decodeCursor, encodeCursor, type ClickHouseCursor } from "./cursor.js";
 import { and, planFilters, scanFilters, timeRange } from "./plan-sql.js";
 import type { RecordReader } from "./record-reader.js";
-import type { SearchIndex, SearchKeys } from "./search-index.js";
+import { candidatesPerRound, type SearchIndex, type SearchKeys } from "./search-index.js";
 import { hourOf, usecPerHour } from "../rows/hours.js";
 import { type RequestRow, requestsRead, selectStoredAsWritten } from "../rows/request-row.js";
 import type { SqlClient } from "../sql-client.js";
@@ -75,11 +75,6 @@ const widestWindowUs = firstWindowUs * 10n ** 7n;
 const maxCandidates = 20_000;
 /** A range of at most this many records (by the hours it touches) is scanned, not searched in the index. */
 export const indexFromRows = 2_000;
-/**
- * Candidates (sort times, newest first) checked per round: a selective
- * pattern's all fit in one; a page full of matches stops early.
- */
-const candidatesPerRound = 2_000;
 
 const newer = (a: Candidate, b: Candidate) => a.sortTime > b.sortTime || (a.sortTime === b.sortTime && a.rkey > b.rkey);
 
@@ -362,10 +357,13 @@ export function createSnapshotPaging(
   /**
    * The scan of unchanged records for a combined_log_regex, from its
    * candidates in the search index (search-index.ts), a round of candidates
-   * at a time (newest first from the cursor) until the page is full, each
-   * round one statement that reads only what its candidates lie in: their
-   * sort times under the keys (`search_postings`, by its key; under those of
-   * every set it has: candidatesSql), the ids of
+   * at a time (newest first from the cursor) until the page is full. Each
+   * round's sort times come first (`search_postings` under the keys, by its
+   * key; under those of every set it has: candidatesSql), below the last
+   * round's oldest: rounds by offset into the candidates as they stand at
+   * each round would take a candidate twice when a write adds a newer one
+   * between rounds, and skip one when a Delete takes one away. Then one
+   * statement reads only what they lie in: the ids of
    * the requests that stood there (`positions` by its key, without FINAL:
    * any version that stood there names its request), and the latest
    * versions of those requests (`requests` by its key: the ids first, in
@@ -384,21 +382,27 @@ export function createSnapshotPaging(
     const app = `app = ${sqlString(plan.appId)}`;
     const range = [...timeRange(plan), ...(after ? [`sort_time <= ${sqlInt(after.sortTime)}`] : [])];
     const filters = planFilters(plan);
-    // The postings counted are an upper bound of the candidates: the rounds
-    // end by then. (On a cluster each set is found once, on every shard's
-    // rows, then sent to every shard: inSet.)
-    for (let i = 0; i < found.postings && hits.length < plan.count + 1; i += candidatesPerRound) {
-      const round = `${candidatesSql(found, app, range)} ORDER BY sort_time DESC LIMIT ${sqlInt(i)}, ${sqlInt(candidatesPerRound)}`;
-      const stood = `SELECT request_id FROM positions PREWHERE ${app} AND sort_time ${inSet} (${round})`;
+    // (On a cluster the ids are found once, on every shard's rows, then sent to every shard: inSet.)
+    for (let below: bigint | undefined; hits.length < plan.count + 1; ) {
+      const times = await sql.rows<{ sort_time: string }>(
+        `${candidatesSql(found, app, [...range, ...(below === undefined ? [] : [`sort_time < ${sqlInt(below)}`])])}
+         ORDER BY sort_time DESC LIMIT ${sqlInt(candidatesPerRound)}`,
+        signal,
+      );
+      if (times.length === 0) break;
+      const round = sqlList(times.map((t) => sqlInt(BigInt(t.sort_time))));
+      const stood = `SELECT request_id FROM positions PREWHERE ${app} AND sort_time IN ${round}`;
       const rows = await sql.rows<RequestRow>(
         `SELECT * FROM ${requestsRead(`PREWHERE ${app} AND request_id ${inSet} (${stood}) ORDER BY request_id, seq DESC LIMIT 1 BY request_id`)}
-         WHERE ${and([...scope, `sort_time ${inSet} (${round})`, ...filters])}`,
+         WHERE ${and([...scope, `sort_time IN ${round}`, ...filters])}`,
         signal,
       );
       const matched = rows
         .map((row): ScanRow => ({ sortTime: BigInt(row.sort_time), rkey: BigInt(row.rkey), requestId: row.request_id, matches: true, row }))
         .sort((a, b) => (newer(a, b) ? -1 : 1));
       hits.push(...matched);
+      if (times.length < candidatesPerRound) break;
+      below = BigInt(times.at(-1)!.sort_time);
     }
     return hits.slice(0, plan.count + 1);
   }

@@ -1,6 +1,6 @@
 import { requestsRead } from "../rows/request-row.js";
 import { termsSql } from "../rows/search-terms.js";
-import { sqlList, sqlString } from "../rows/sql-literal.js";
+import { sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 import type { SqlClient } from "../sql-client.js";
 import type { TableLayout } from "../table-layout.js";
 import { mutationsDone } from "./mutations-done.js";
@@ -25,7 +25,9 @@ export type EraseFromSearch = (app: string, rkeys: readonly string[], signal: Ab
  * those of the requests standing at these sort times are written again,
  * after the deletion is asked for (a mutation leaves parts inserted after
  * it alone). A term is still used when a request standing (not deleted, in
- * positions) has a posting under it. Other servers' writes meanwhile index
+ * positions) has a posting under it; the entries of a term a write
+ * meanwhile indexed under (before the deletion was asked for, so that it
+ * takes theirs too) are written back. Other servers' writes meanwhile index
  * what they write themselves, in their INSERT.
  */
 export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFromSearch {
@@ -51,20 +53,44 @@ export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFr
     // Until the postings' mutations are applied, an erased request's postings still count as a use of their
     // terms (at a sort time a request standing shares): wait for them.
     if (all.length > 0) await mutationsDone(sql, layout, signal);
-    for (let at = 0; at < all.length; at += perStatement) {
-      const keys = sqlList(all.slice(at, at + perStatement));
+    /** Of `keys`, those a request standing (not deleted, in positions) has a posting under, with how many postings each has. */
+    const usedOf = async (keys: string) =>
       // (GLOBAL: on a cluster postings and positions are sharded differently.)
       // (Aliased k: an alias named key would stand for key in the WHERE.)
-      const used = await sql.rows<{ k: string }>(
-        `SELECT DISTINCT toString(key) AS k FROM search_postings
-         WHERE app = ${app_} AND key IN ${keys} AND sort_time GLOBAL IN (
-           SELECT sort_time FROM positions FINAL
-           WHERE app = ${app_} AND deleted = 0 AND sort_time GLOBAL IN (SELECT sort_time FROM search_postings WHERE app = ${app_} AND key IN ${keys}))`,
+      new Map(
+        (
+          await sql.rows<{ k: string; n: string }>(
+            `SELECT toString(key) AS k, count() AS n FROM search_postings
+             WHERE app = ${app_} AND key IN ${keys} AND sort_time GLOBAL IN (
+               SELECT sort_time FROM positions FINAL
+               WHERE app = ${app_} AND deleted = 0 AND sort_time GLOBAL IN (SELECT sort_time FROM search_postings WHERE app = ${app_} AND key IN ${keys}))
+             GROUP BY key`,
+            signal,
+          )
+        ).map((u) => [u.k, u.n]),
+      );
+    for (let at = 0; at < all.length; at += perStatement) {
+      const keys = sqlList(all.slice(at, at + perStatement));
+      const still = await usedOf(keys);
+      const unused = all.slice(at, at + perStatement).filter((k) => !still.has(k));
+      if (unused.length === 0) continue;
+      const entries = await sql.rows<{ kind: string; k: string; text: string }>(
+        `SELECT toString(kind) AS kind, toString(key) AS k, any(text) AS text FROM search_terms
+         WHERE app = ${app_} AND key IN ${sqlList(unused)} GROUP BY kind, key`,
         signal,
       );
-      const still = new Set(used.map((u) => u.k));
-      const unused = all.slice(at, at + perStatement).filter((k) => !still.has(k));
-      if (unused.length > 0) await sql.command(layout.alter("search_terms", `DELETE WHERE app = ${app_} AND key IN ${sqlList(unused)}`), signal);
+      await sql.command(layout.alter("search_terms", `DELETE WHERE app = ${app_} AND key IN ${sqlList(unused)}`), signal);
+      // A write between the check and the deletion's asking may have indexed a version under one of
+      // these terms: the deletion takes its entry too (it leaves alone only parts inserted after it).
+      // Those in use now are written back, with their postings as their count (an upper bound).
+      const now = await usedOf(sqlList(unused));
+      const back = entries.filter((e) => now.has(e.k));
+      if (back.length > 0) {
+        await sql.command(
+          `INSERT INTO search_terms (app, kind, key, text, n) VALUES ${back.map((e) => `(${app_}, ${sqlInt(BigInt(e.kind))}, ${e.k}, ${sqlString(e.text)}, ${now.get(e.k)})`).join(", ")}`,
+          signal,
+        );
+      }
     }
   };
 }
