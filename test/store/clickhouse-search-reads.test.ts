@@ -212,3 +212,82 @@ describe("a selective regex Read on ClickHouse", () => {
     }
   });
 });
+
+describe("a regex Read on ClickHouse that the index cannot narrow", () => {
+  it.each(["auto", "never"] as const)(
+    "sizes its windows by the hours' records: requests in progress days above the rest do not make it read the app (search index %s)",
+    async (searchIndex) => {
+      // 20,000 finished requests a second apart (5.6 hours), one in 40 answered 500, and 20 in progress,
+      // which sort at their last write: ten days above. The page (the 100 newest 500s) lies in the newest
+      // ~4,000 finished requests. Windows sized by the average rows a µs of the range held took the ones in
+      // progress alone first, then (grown from their density) every request of the app.
+      const database = `reqlog_search_windows_${searchIndex}_${process.pid}`;
+      const now = t0 + 10n * 86_400_000_000n;
+      const windows: string[] = [];
+      const matching = queryCounter((query) => {
+        const window = query.includes("match(") ? /PREWHERE (sort_time[^W]*)/.exec(query) : null;
+        if (window) windows.push(window[1]!.trim());
+        return window !== null;
+      });
+      const backend = await openClickHouseBackend({ url: server.url, database, now: () => now, searchIndex, interpose: matching.interpose });
+      try {
+        const total = 20_000;
+        const log = (i: number, finished: boolean) =>
+          prepareRequestLog(
+            minimalLog({
+              requestId: rid(`w${String(i).padStart(6, "0")}`),
+              startTime: t0 + BigInt(i) * 1_000_000n,
+              endTime: finished ? t0 + BigInt(i) * 1_000_000n + 500n : 0n,
+              finished,
+              resource: `/api/v1/items/${i}/view`,
+              status: finished && i % 40 === 0 ? 500 : 200,
+            }),
+            defaultLimits,
+            "log",
+          );
+        for (let from = 0; from < total; from += 1000) {
+          await backend.store.write(Array.from({ length: 1000 }, (_, j) => log(from + j, true)), signal);
+        }
+        await backend.store.write(Array.from({ length: 20 }, (_, j) => log(total + j, false)), signal);
+        for (const table of ["requests", "positions"]) {
+          await server.client.command({ query: `OPTIMIZE TABLE ${database}.${table} FINAL` });
+        }
+
+        /** A Read of the first `count` matches, and the bytes its statements that match lines read. */
+        const read = async (count: number) => {
+          await new Promise((r) => setTimeout(r, 1100));
+          const [{ since }] = await queryRows<{ since: string }>(server, "SELECT toString(now()) AS since");
+          const page = await backend.store.read({ ...regexReadPlan(String.raw`" 5\d\d \d+ "`), count, startTime: t0 }, signal);
+          await server.client.command({ query: "SYSTEM FLUSH LOGS" });
+          const statements = await queryRows<Logged>(
+            server,
+            `SELECT query, read_rows, read_bytes FROM system.query_log
+             WHERE type = 2 AND event_time >= toDateTime('${since}') AND query LIKE '%match(%'
+               AND query LIKE '%\\'forge\\'%' AND query NOT LIKE '%query_log%'`,
+          );
+          expect(statements.length).toBeGreaterThan(0);
+          return { page, bytes: statements.reduce((sum, s) => sum + Number(s.read_bytes), 0) };
+        };
+        await read(100); // (its first statements warm the caches)
+        windows.length = 0;
+        const { page, bytes } = await read(100);
+        const used = [...windows];
+        // A page of more than there are matches: every request's line is matched.
+        const { page: all, bytes: app } = await read(1000);
+
+        expect(page.records.map((r) => decoder.decode(r.log.requestId))).toEqual(
+          Array.from({ length: 100 }, (_, k) => `w${String(total - 40 - 40 * k).padStart(6, "0")}`),
+        );
+        expect(all.records).toHaveLength(500);
+        // Each window still reads the sort times of every request (`requests` is not ordered by time), so
+        // it is the bytes that tell: the windows up to the page's end, not the whole app's lines.
+        if (process.env.SEARCH_DEBUG) console.log(used.join("\n"), bytes, app);
+        expect(used.length).toBeLessThanOrEqual(4);
+        expect(bytes).toBeLessThan(0.6 * app);
+      } finally {
+        await backend.close();
+        await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+      }
+    },
+  );
+});

@@ -12,6 +12,7 @@ import { type RequestRow, requestsRead, selectStoredAsWritten } from "../rows/re
 import type { SqlClient } from "../sql-client.js";
 import { bytesToText, sqlInt, sqlList, sqlString } from "../rows/sql-literal.js";
 import { heldSql, holds, type Snapshot } from "./snapshot.js";
+import { rowsWithin, type StoredHours, widthFor } from "./stored-hours.js";
 
 /** A record in a page's scan: where it stands in the snapshot's order; changed records come whole. */
 interface Candidate {
@@ -97,7 +98,12 @@ interface StoredSpan {
   from: bigint;
   oldest: bigint;
   requests: number;
+  /** The records of each hour between, when they are at most maxSpreadHours hours: what sizes a pattern's windows. */
+  spread?: StoredHours;
 }
+
+/** The most hours storedSpan reads each one's records of (about 2.3 years of hours; beyond, windows are sized by time). */
+const maxSpreadHours = 20_000;
 
 /** Where paging history stands: offsets of snapshots taken before `floor` (µs, the backend's clock) have expired. */
 export interface PagingHistory {
@@ -281,26 +287,46 @@ export function createSnapshotPaging(
      * of the app (`requests` is not ordered by time): a 5xx Read of 1,000
      * read five windows to fill its page, where two do.
      */
-    const grow = (width: bigint) => {
+    const grow = (width: bigint, span: StoredSpan | undefined, from: bigint) => {
+      const spread = patterns ? span?.spread : undefined;
+      if (spread) {
+        // By the hours' records (or the rows examined, where records lie
+        // closer than the hours tell: in progress, at the time of their last
+        // write): twice the rows so far at least, or as many more as the
+        // matches so far say the page needs (when none matched, tenfold and
+        // at least ten pages); all that is left when the hours hold no more.
+        const had = Math.max(rowsWithin(spread, from, width), examined);
+        const more = hits.length === 0
+          ? Math.max(9 * had, 10 * wanted - had)
+          : Math.max(had, 1.5 * Math.min(rows + 1 - examined, ((wanted - hits.length) * examined) / hits.length));
+        return widthFor(spread, from, had + more) ?? widestWindowUs;
+      }
       const tenfold = width * 10n;
       if (!patterns || examined === 0) return tenfold;
       const needed = 1.5 * Math.min(rows + 1 - examined, ((wanted - hits.length) * examined) / Math.max(hits.length, 1));
       const wide = width + BigInt(Math.ceil((needed * Number(width)) / examined));
       return wide > tenfold ? wide : tenfold;
     };
-    // A pattern's first window, where the hours of the range are known: about
-    // ten times the rows a page takes (by the hours' rows a µs), so that its
-    // matches tell how wide the next must be; at least a minute. A range of
-    // at most five times that is one window: a statement more (the sort
-    // times of the app read again, the matches read whole twice) costs more
-    // than the lines of the rows it would spare.
-    let first = firstWindowUs;
-    if (known && patterns && known.requests > 0) {
-      const perRows = Number(known.from - known.oldest) / known.requests;
-      const wide = known.requests <= 50 * wanted ? widestWindowUs : BigInt(Math.ceil(10 * wanted * perRows));
-      if (wide > first) first = wide;
-    }
-    for await (const { window, last, requests } of scanWindows(plan, from, signal, first, grow, known)) {
+    // A pattern's first window below where the hours of the range say the
+    // records start: about ten times the rows a page takes (by each hour's
+    // records, stored-hours.ts; for a range of more hours than those are read
+    // of, by the rows a µs of the range, and at least a minute), so that its
+    // matches tell how wide the next must be. A range of at most five times
+    // that is one window: a statement more (the sort times of the app read
+    // again, the matches read whole twice) costs more than the lines of the
+    // rows it would spare. (Found after a first window of a minute, the
+    // hours size the next only when each hour's records were read.)
+    const firstFor = (span: StoredSpan): bigint => {
+      if (!patterns || span.requests === 0) return firstWindowUs;
+      if (span.requests <= 50 * wanted) return widestWindowUs;
+      if (span.spread) return widthFor(span.spread, span.from, 10 * wanted) ?? widestWindowUs;
+      const perRows = Number(span.from - span.oldest) / span.requests;
+      const wide = BigInt(Math.ceil(10 * wanted * perRows));
+      return wide > firstWindowUs ? wide : firstWindowUs;
+    };
+    const restart = (span: StoredSpan) => (patterns && span.spread ? firstFor(span) : firstWindowUs);
+    const first = known ? firstFor(known) : firstWindowUs;
+    for await (const { window, last, requests } of scanWindows(plan, from, signal, first, grow, restart, known)) {
       const where = [...scope, ...window];
       // (On a cluster, each shard sums up its own rows.) The last window of a
       // pattern's scan of many rows, all that is left of the range, may fill the page
@@ -426,15 +452,22 @@ export function createSnapshotPaging(
     // (Unbounded, from is now: the first window takes what sorts after it too.)
     const highest = bounded ? ` AND hour <= ${sqlInt(hourOf(from))}` : "";
     const lowest = plan.startTime === undefined ? "" : ` AND hour >= ${sqlInt(hourOf(plan.startTime))}`;
-    const [row] = await sql.rows<{ newest: string; oldest: string; hours: string; requests: string }>(
-      `SELECT max(hour) AS newest, min(hour) AS oldest, count() AS hours, sum(r) AS requests FROM (
+    const [row] = await sql.rows<{ newest: string; oldest: string; hours: string; requests: string; hs: string[]; rs: string[] }>(
+      `SELECT max(hour) AS newest, min(hour) AS oldest, count() AS hours, sum(r) AS requests,
+         groupArray(${maxSpreadHours + 1})(hour) AS hs, groupArray(${maxSpreadHours + 1})(r) AS rs FROM (
          SELECT hour, sum(requests) AS r FROM usage_hourly WHERE app = ${sqlString(plan.appId)}${highest}${lowest}
          GROUP BY hour HAVING r != 0 OR sum(lines) != 0)`,
       signal,
     );
     if (row!.hours === "0") return null;
     const end = (BigInt(row!.newest) + 1n) * usecPerHour;
-    return { from: end < from ? end : from, oldest: BigInt(row!.oldest) * usecPerHour, requests: Number(row!.requests) };
+    const span: StoredSpan = { from: end < from ? end : from, oldest: BigInt(row!.oldest) * usecPerHour, requests: Number(row!.requests) };
+    if (row!.hs.length <= maxSpreadHours) {
+      // (Both arrays are gathered from the same rows in the same order.)
+      const order = row!.hs.map((h, i) => ({ hour: Number(h), requests: Math.max(0, Number(row!.rs[i])) })).sort((a, b) => b.hour - a.hour);
+      span.spread = { hours: order.map((o) => o.hour), requests: order.map((o) => o.requests) };
+    }
+    return span;
   }
 
   /**
@@ -447,8 +480,9 @@ export function createSnapshotPaging(
    * spans ~19 years (the last takes all that is left).
    * When the first window leaves the page short, the hours of requests
    * below it are looked up (storedSpan): the windows go on from the newest
-   * of them (a minute wide again: a gap costs no round trips that find
-   * nothing) and stop at the oldest. `known`: those hours, looked up
+   * of them (as wide as `restart` says: a minute again, or by the hours'
+   * records; a gap costs no round trips that find nothing) and stop at the
+   * oldest. `known`: those hours, looked up
    * already (from `start`): the first window starts at the newest.
    */
   async function* scanWindows(
@@ -456,28 +490,35 @@ export function createSnapshotPaging(
     start: bigint,
     signal: AbortSignal,
     first: bigint,
-    grow: (width: bigint) => bigint,
+    grow: (width: bigint, span: StoredSpan | undefined, from: bigint) => bigint,
+    restart: (span: StoredSpan) => bigint,
     known?: StoredSpan,
   ): AsyncGenerator<ScanWindow> {
     let from = known ? known.from : start;
+    let span = known;
     let oldest = known?.oldest;
     let requests = known?.requests ?? 0;
     let upper: bigint | undefined;
-    for (let width = first; ; width = grow(width)) {
-      if (upper !== undefined && oldest === undefined) {
-        // The first window did not fill the page: where the rest of the data lies.
-        const span = await storedSpan(plan, upper, true, signal);
-        if (span === null) return;
-        oldest = span.oldest;
-        requests = span.requests;
-        if (span.from < upper) [from, width] = [span.from, firstWindowUs];
-      }
+    for (let width = first; ; ) {
       const lower = from - width;
       const last =
         width >= widestWindowUs || (oldest !== undefined && lower <= oldest) || (plan.startTime !== undefined && lower <= plan.startTime);
       yield { window: [...(upper === undefined ? [] : [`sort_time < ${sqlInt(upper)}`]), ...(last ? [] : [`sort_time >= ${sqlInt(lower)}`])], last, requests };
       if (last) return;
       upper = lower;
+      if (oldest === undefined) {
+        // The first window did not fill the page: where the rest of the data lies.
+        const found = await storedSpan(plan, upper, true, signal);
+        if (found === null) return;
+        span = found;
+        oldest = found.oldest;
+        requests = found.requests;
+        if (found.from < upper) {
+          [from, width] = [found.from, restart(found)];
+          continue;
+        }
+      }
+      width = grow(width, span, from);
     }
   }
 
