@@ -609,6 +609,43 @@ describe("ClickHouse migration 005 (the search index)", () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });
+  it("finds a request that shares a deleted one's terms and sort time while the Delete runs", async () => {
+    // The deleted request's postings go by (key, sort time); the kept one has the same keys at the same
+    // time. A Read once the deletion is applied, before the Delete has done anything more, finds it.
+    const database = `reqlog_search_delete_during_${process.pid}`;
+    const during: unknown[] = [];
+    let backend: Opened | undefined;
+    backend = await openClickHouseBackend({
+      url: server.url, database, now: () => t0 + 100n, searchIndex: "always",
+      interpose: (sql) =>
+        scans.interpose({
+          ...sql,
+          async command(text, signal) {
+            const done = await sql.command(text, signal);
+            if (during.length === 0 && text.includes("search_postings") && text.includes("DELETE")) {
+              while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
+                await new Promise((resolve) => setTimeout(resolve, 100));
+              }
+              during.push(await matching(backend!, "artifacts/48213/zip"));
+            }
+            return done;
+          },
+        }),
+    });
+    try {
+      const endTime = t0 + 50n;
+      await backend.store.write([
+        prepareRequestLog(minimalLog({ requestId: rid("gone"), endTime, resource: "/api/v1/repos/bob/app/actions/artifacts/48213/zip" }), defaultLimits, "log"),
+        prepareRequestLog(minimalLog({ requestId: rid("kept"), endTime, resource: "/api/v1/repos/bob/app/actions/artifacts/48213/zip" }), defaultLimits, "log"),
+      ], signal);
+      expect(await backend.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("gone")] }, signal)).toBe(1);
+      expect(during).toEqual([{ ids: ["kept"], indexed: true }]);
+      expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["kept"], indexed: true });
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
   it("keeps a term in the index that a write racing a Delete shares with the deleted request", async () => {
     const database = `reqlog_search_delete_race_${process.pid}`;
     let raced = false;

@@ -22,9 +22,10 @@ export type EraseFromSearch = (app: string, rkeys: readonly string[], signal: Ab
  * are deleted (their terms are read from them).
  *
  * Postings are keyed by sort time, which a request that stays may share:
- * those of the requests standing at these sort times are written again,
- * after the deletion is asked for (a mutation leaves parts inserted after
- * it alone). A term is still used when a request standing (not deleted, in
+ * those of the requests standing at these sort times are left out of the
+ * deletion (so that no Read meanwhile misses them), and those of a version
+ * a write stored there meanwhile are written again after the deletion is
+ * asked for (a mutation leaves parts inserted after it alone). A term is still used when a request standing (not deleted, in
  * positions) has a posting under it; the entries of a term a write
  * meanwhile indexed under (before the deletion was asked for, so that it
  * takes theirs too) are written back. Other servers' writes meanwhile index
@@ -44,10 +45,29 @@ export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFr
       const keys = [...new Set(erased.map((e) => e.k))];
       for (const k of keys) erasedKeys.add(k);
       const times = sqlList([...new Set(erased.map((e) => e.t))]);
-      await sql.command(layout.alter("search_postings", `DELETE WHERE app = ${app_} AND key IN ${sqlList(keys)} AND sort_time IN ${times}`), signal);
-      // The latest versions standing at these times (an erased request's is its tombstone: not indexed).
+      // The latest versions standing at these times (an erased request's is its tombstone: not indexed):
+      // their postings are left out of the deletion, so that a Read meanwhile still finds them.
       const standing = requestsRead(`FINAL WHERE app = ${app_} AND sort_time IN ${times}`);
-      await sql.command(`INSERT INTO search_postings (app, day, key, sort_time) SELECT app, day, key, sort_time FROM (${termsSql(standing, "postings")})`, signal);
+      const standingPostings = `SELECT DISTINCT toString(key) AS k, toString(sort_time) AS t FROM (${termsSql(standing, "postings")})`;
+      const pairs = (rows: readonly { k: string; t: string }[]) => rows.map((p) => `tuple(${p.k}, ${p.t})`).join(", ");
+      const kept = await sql.rows<{ k: string; t: string }>(standingPostings, signal);
+      const keptOnes = kept.length === 0 ? "" : ` AND (key, sort_time) NOT IN (${pairs(kept)})`;
+      await sql.command(
+        layout.alter("search_postings", `DELETE WHERE app = ${app_} AND key IN ${sqlList(keys)} AND sort_time IN ${times}${keptOnes}`),
+        signal,
+      );
+      // A write between the look and the deletion's asking may have stored a version at one of these times:
+      // the deletion takes its postings too (it leaves alone only parts inserted after it). Those standing
+      // now and not kept are written again.
+      const keptSet = new Set(kept.map((p) => `${p.k} ${p.t}`));
+      const again = (await sql.rows<{ k: string; t: string }>(standingPostings, signal)).filter((p) => !keptSet.has(`${p.k} ${p.t}`));
+      if (again.length > 0) {
+        await sql.command(
+          `INSERT INTO search_postings (app, day, key, sort_time) SELECT app, day, key, sort_time FROM (${termsSql(standing, "postings")})
+           WHERE (key, sort_time) IN (${pairs(again)})`,
+          signal,
+        );
+      }
     }
     const all = [...erasedKeys];
     // Until the postings' mutations are applied, an erased request's postings still count as a use of their
