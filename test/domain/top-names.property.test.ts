@@ -6,7 +6,8 @@ import { decodeTopNames, encodeTopNames } from "../../src/store/sqlite/rows/top-
 /**
  * Writes to a few periods, as the rollups make them: a batch of requests
  * per name (some of them errors), or some of a name's requests taken out
- * again (never more than it has: the rollups take out only what they put in).
+ * again (never more than it has, and never leaving it more errors than
+ * requests: the rollups take out only what they put in).
  */
 const op = (names: number) =>
   fc.record({
@@ -31,7 +32,10 @@ function run(ops: { period: number; name: number; add: boolean; requests: number
     const counts = exact[o.period]!;
     const e = counts.get(name) ?? { requests: 0, errors: 0 };
     const requests = o.add ? o.requests : -Math.min(o.requests, e.requests);
-    const errors = o.add ? Math.min(o.errors, o.requests) : -Math.min(o.errors, e.errors, -requests);
+    // (A request taken out takes its error with it: a name never keeps more errors than requests.)
+    const errors = o.add
+      ? Math.min(o.errors, o.requests)
+      : -Math.max(Math.min(o.errors, e.errors, -requests), e.errors - (e.requests + requests));
     if (requests === 0 && errors === 0) continue;
     e.requests += requests;
     e.errors += errors;
