@@ -9,6 +9,19 @@ import { forgeTraffic } from "./forge-traffic.js";
 
 export const benchStart = 1_795_000_000_000_000n;
 
+/**
+ * A bench stopped by SIGTERM or ^C exits as if it had ended, so that what it
+ * started goes with it: the "exit" handlers kill its servers (reqlog,
+ * ClickHouse) and remove its folders, and a signal's default action runs
+ * none of them. A bench that waits for the signal itself (a kept ClickHouse)
+ * is left to do so.
+ */
+for (const [signal, code] of [["SIGTERM", 143], ["SIGINT", 130]] as const) {
+  process.once(signal, () => {
+    if (process.listenerCount(signal) === 0) process.exit(code);
+  });
+}
+
 /** The middle value (the upper middle of an even count). */
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
