@@ -646,6 +646,42 @@ describe("ClickHouse migration 005 (the search index)", () => {
       await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
     }
   });
+  it("keeps the postings of a request a write stores at a deleted one's sort time while the Delete runs", async () => {
+    // Written after the Delete looked for the requests standing there, before it asks for the deletion:
+    // the deletion takes its postings too, and the Delete writes them again.
+    const database = `reqlog_search_delete_race_postings_${process.pid}`;
+    let raced = false;
+    const endTime = t0 + 50n;
+    const at = (id: string) =>
+      prepareRequestLog(minimalLog({ requestId: rid(id), endTime, resource: "/api/v1/repos/bob/app/actions/artifacts/48213/zip" }), defaultLimits, "log");
+    let backend: Opened | undefined;
+    backend = await openClickHouseBackend({
+      url: server.url, database, now: () => t0 + 100n, searchIndex: "always",
+      interpose: (sql) =>
+        scans.interpose({
+          ...sql,
+          async command(text, commandSignal) {
+            if (!raced && text.includes("search_postings") && text.includes("DELETE")) {
+              raced = true;
+              await backend!.store.write([at("racing")], signal);
+            }
+            return sql.command(text, commandSignal);
+          },
+        }),
+    });
+    try {
+      await backend.store.write([at("gone")], signal);
+      expect(await backend.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("gone")] }, signal)).toBe(1);
+      expect(raced).toBe(true);
+      while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["racing"], indexed: true });
+    } finally {
+      await backend.close();
+      await server.client.command({ query: `DROP DATABASE IF EXISTS ${database}` });
+    }
+  });
   it("keeps a term in the index that a write racing a Delete shares with the deleted request", async () => {
     const database = `reqlog_search_delete_race_${process.pid}`;
     let raced = false;

@@ -7,6 +7,8 @@ import { mutationsDone } from "./mutations-done.js";
 
 /** Requests (by rkey) or terms (by key) one statement names, at most (its SQL text stays small). */
 const perStatement = 2_000;
+/** Postings of standing requests a deletion leaves out by name, at most (about 45 bytes of SQL each). */
+const maxKept = 5_000;
 
 /**
  * Takes erased requests (by rkey: every version of them) out of the search
@@ -47,10 +49,14 @@ export function createSearchEraser(sql: SqlClient, layout: TableLayout): EraseFr
       const times = sqlList([...new Set(erased.map((e) => e.t))]);
       // The latest versions standing at these times (an erased request's is its tombstone: not indexed):
       // their postings are left out of the deletion, so that a Read meanwhile still finds them.
+      // (Only those under the erased keys: no other is deleted. Past maxKept of them, the statement's text
+      // would outgrow what a mutation's entry may hold on a cluster: they are deleted and written again.)
       const standing = requestsRead(`FINAL WHERE app = ${app_} AND sort_time IN ${times}`);
-      const standingPostings = `SELECT DISTINCT toString(key) AS k, toString(sort_time) AS t FROM (${termsSql(standing, "postings")})`;
+      const standingPostings = `SELECT DISTINCT toString(key) AS k, toString(sort_time) AS t FROM (${termsSql(standing, "postings")})
+        WHERE key IN ${sqlList(keys)}`;
       const pairs = (rows: readonly { k: string; t: string }[]) => rows.map((p) => `tuple(${p.k}, ${p.t})`).join(", ");
-      const kept = await sql.rows<{ k: string; t: string }>(standingPostings, signal);
+      const found = await sql.rows<{ k: string; t: string }>(standingPostings, signal);
+      const kept = found.length <= maxKept ? found : [];
       const keptOnes = kept.length === 0 ? "" : ` AND (key, sort_time) NOT IN (${pairs(kept)})`;
       await sql.command(
         layout.alter("search_postings", `DELETE WHERE app = ${app_} AND key IN ${sqlList(keys)} AND sort_time IN ${times}${keptOnes}`),
