@@ -251,7 +251,7 @@ export function createSnapshotPaging(
       // maxCandidates (and the budget), and a scan reads instead.
       const limit = Math.min(maxCandidates, rows);
       const [span, keys] = await Promise.all([
-        storedSpan(plan, from, bound !== undefined, signal),
+        storedSpan(plan, from, bound !== undefined, signal, true),
         search.index.keysOf(plan.appId, plan.combinedRegex, limit, signal),
       ]);
       if (span === null) return { found: [] };
@@ -280,10 +280,11 @@ export function createSnapshotPaging(
     let oldestKey: [string, string] | undefined;
     const hits: Hit[] = [];
     /**
-     * The next window of a pattern's scan: ten times the last, or as wide
-     * as the rows the page still needs take (1.5 times the rows the matches
-     * so far say it needs, at most the budget's), by the rows a µs of the
-     * windows so far held. Each window reads the sort time of every request
+     * The next window of a pattern's scan: as wide as the rows the page
+     * still needs take (1.5 times the rows the matches so far say it needs,
+     * at most the budget's), by each hour's records when the span has them
+     * (then at least twice the rows so far), else by the rows a µs of the
+     * windows so far held and at least ten times the last. Each window reads the sort time of every request
      * of the app (`requests` is not ordered by time): a 5xx Read of 1,000
      * read five windows to fill its page, where two do.
      */
@@ -299,7 +300,10 @@ export function createSnapshotPaging(
         const more = hits.length === 0
           ? Math.max(9 * had, 10 * wanted - had)
           : Math.max(had, 1.5 * Math.min(rows + 1 - examined, ((wanted - hits.length) * examined) / hits.length));
-        return widthFor(spread, from, had + more) ?? widestWindowUs;
+        // (Always wider than the last: rows the hours do not tell of, such as a
+        // request whose position retention dropped first, never narrow it.)
+        const wide = widthFor(spread, from, had + more) ?? widestWindowUs;
+        return wide > width ? wide : width * 10n;
       }
       const tenfold = width * 10n;
       if (!patterns || examined === 0) return tenfold;
@@ -326,7 +330,7 @@ export function createSnapshotPaging(
     };
     const restart = (span: StoredSpan) => (patterns && span.spread ? firstFor(span) : firstWindowUs);
     const first = known ? firstFor(known) : firstWindowUs;
-    for await (const { window, last, requests } of scanWindows(plan, from, signal, first, grow, restart, known)) {
+    for await (const { window, last, requests } of scanWindows(plan, from, signal, first, grow, restart, patterns, known)) {
       const where = [...scope, ...window];
       // (On a cluster, each shard sums up its own rows.) The last window of a
       // pattern's scan of many rows, all that is left of the range, may fill the page
@@ -448,13 +452,14 @@ export function createSnapshotPaging(
    * the windows look for anyway. With it, how many records the hours hold
    * (more than the range: whole hours).
    */
-  async function storedSpan(plan: ReadPlan, from: bigint, bounded: boolean, signal: AbortSignal): Promise<StoredSpan | null> {
+  async function storedSpan(plan: ReadPlan, from: bigint, bounded: boolean, signal: AbortSignal, withHours: boolean): Promise<StoredSpan | null> {
     // (Unbounded, from is now: the first window takes what sorts after it too.)
     const highest = bounded ? ` AND hour <= ${sqlInt(hourOf(from))}` : "";
     const lowest = plan.startTime === undefined ? "" : ` AND hour >= ${sqlInt(hourOf(plan.startTime))}`;
     const [row] = await sql.rows<{ newest: string; oldest: string; hours: string; requests: string; hs: string[]; rs: string[] }>(
       `SELECT max(hour) AS newest, min(hour) AS oldest, count() AS hours, sum(r) AS requests,
-         groupArray(${maxSpreadHours + 1})(hour) AS hs, groupArray(${maxSpreadHours + 1})(r) AS rs FROM (
+         ${withHours ? `groupArray(${maxSpreadHours + 1})(hour)` : "emptyArrayInt64()"} AS hs,
+         ${withHours ? `groupArray(${maxSpreadHours + 1})(r)` : "emptyArrayInt64()"} AS rs FROM (
          SELECT hour, sum(requests) AS r FROM usage_hourly WHERE app = ${sqlString(plan.appId)}${highest}${lowest}
          GROUP BY hour HAVING r != 0 OR sum(lines) != 0)`,
       signal,
@@ -462,7 +467,7 @@ export function createSnapshotPaging(
     if (row!.hours === "0") return null;
     const end = (BigInt(row!.newest) + 1n) * usecPerHour;
     const span: StoredSpan = { from: end < from ? end : from, oldest: BigInt(row!.oldest) * usecPerHour, requests: Number(row!.requests) };
-    if (row!.hs.length <= maxSpreadHours) {
+    if (withHours && row!.hs.length <= maxSpreadHours) {
       // (Both arrays are gathered from the same rows in the same order.)
       const order = row!.hs.map((h, i) => ({ hour: Number(h), requests: Math.max(0, Number(row!.rs[i])) })).sort((a, b) => b.hour - a.hour);
       span.spread = { hours: order.map((o) => o.hour), requests: order.map((o) => o.requests) };
@@ -475,8 +480,8 @@ export function createSnapshotPaging(
    * conditions (and whether it is the last): the newest `first` µs (a
    * minute, or more) below where it starts (the cursor, the
    * plan's end time or now; a first window also takes what sorts after
-   * now), then each reaching as far below the start as `grow` says (ten
-   * times the last, or more), until one reaches the plan's start time or
+   * now), then each reaching as far below the start as `grow` says (always
+   * further than the last), until one reaches the plan's start time or
    * spans ~19 years (the last takes all that is left).
    * When the first window leaves the page short, the hours of requests
    * below it are looked up (storedSpan): the windows go on from the newest
@@ -492,6 +497,8 @@ export function createSnapshotPaging(
     first: bigint,
     grow: (width: bigint, span: StoredSpan | undefined, from: bigint) => bigint,
     restart: (span: StoredSpan) => bigint,
+    /** Whether a span looked up reads each hour's records too (a pattern's scan: `grow` and `restart` size by them). */
+    withHours: boolean,
     known?: StoredSpan,
   ): AsyncGenerator<ScanWindow> {
     let from = known ? known.from : start;
@@ -508,7 +515,7 @@ export function createSnapshotPaging(
       upper = lower;
       if (oldest === undefined) {
         // The first window did not fill the page: where the rest of the data lies.
-        const found = await storedSpan(plan, upper, true, signal);
+        const found = await storedSpan(plan, upper, true, signal, withHours);
         if (found === null) return;
         span = found;
         oldest = found.oldest;
