@@ -535,6 +535,39 @@ describe("ClickHouse migration 005 (the search index)", () => {
   };
   const query = async <T>(database: string, sql: string) =>
     (await (await server.client.query({ query: sql.replaceAll("DB.", `${database}.`), format: "JSONEachRow" })).json()) as T[];
+  /**
+   * A backend (the search index always asked) that runs `race` once, around the first DELETE a Delete asks
+   * of `table`: before the command is sent, or once it is sent and applied.
+   */
+  const openRacingDelete = (database: string, table: string, when: "before" | "applied", race: (backend: Opened) => Promise<unknown>) => {
+    let raced = false;
+    let backend: Opened | undefined;
+    const opening = openClickHouseBackend({
+      url: server.url, database, now: () => t0 + 100n, searchIndex: "always",
+      interpose: (sql) =>
+        scans.interpose({
+          ...sql,
+          async command(text, commandSignal) {
+            const racing = !raced && text.includes(table) && text.includes("DELETE");
+            if (racing) raced = true;
+            if (racing && when === "before") await race(backend!);
+            const done = await sql.command(text, commandSignal);
+            if (racing && when === "applied") {
+              await mutationsApplied(database);
+              await race(backend!);
+            }
+            return done;
+          },
+        }),
+    });
+    return opening.then((opened) => ({ backend: (backend = opened), raced: () => raced }));
+  };
+  /** Waits until ClickHouse has applied the database's mutations (it applies them in the background). */
+  const mutationsApplied = async (database: string) => {
+    while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
 
   it("indexes a 003 database's stored requests, so that regex Reads find them through the index, and later writes too", async () => {
     const database = `reqlog_m005_${process.pid}`;
@@ -596,9 +629,7 @@ describe("ClickHouse migration 005 (the search index)", () => {
 
       expect(await backend.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("secret")] }, signal)).toBe(1);
       // ClickHouse applies mutations in the background: wait until it has.
-      while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await mutationsApplied(database);
       // The user agent another request has stays; the referrer and token only the erased one had go.
       expect((await texts()).map((t) => t.text)).toEqual(["zyxw-agent/1.0"]);
       expect(await matching(backend, "zyxwquux")).toEqual({ ids: [], indexed: true });
@@ -614,23 +645,8 @@ describe("ClickHouse migration 005 (the search index)", () => {
     // time. A Read once the deletion is applied, before the Delete has done anything more, finds it.
     const database = `reqlog_search_delete_during_${process.pid}`;
     const during: unknown[] = [];
-    let backend: Opened | undefined;
-    backend = await openClickHouseBackend({
-      url: server.url, database, now: () => t0 + 100n, searchIndex: "always",
-      interpose: (sql) =>
-        scans.interpose({
-          ...sql,
-          async command(text, signal) {
-            const done = await sql.command(text, signal);
-            if (during.length === 0 && text.includes("search_postings") && text.includes("DELETE")) {
-              while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
-                await new Promise((resolve) => setTimeout(resolve, 100));
-              }
-              during.push(await matching(backend!, "artifacts/48213/zip"));
-            }
-            return done;
-          },
-        }),
+    const { backend } = await openRacingDelete(database, "search_postings", "applied", async (b) => {
+      during.push(await matching(b, "artifacts/48213/zip"));
     });
     try {
       const endTime = t0 + 50n;
@@ -650,32 +666,17 @@ describe("ClickHouse migration 005 (the search index)", () => {
     // Written after the Delete looked for the requests standing there, before it asks for the deletion:
     // the deletion takes its postings too, and the Delete writes them again.
     const database = `reqlog_search_delete_race_postings_${process.pid}`;
-    let raced = false;
     const endTime = t0 + 50n;
     const at = (id: string) =>
       prepareRequestLog(minimalLog({ requestId: rid(id), endTime, resource: "/api/v1/repos/bob/app/actions/artifacts/48213/zip" }), defaultLimits, "log");
-    let backend: Opened | undefined;
-    backend = await openClickHouseBackend({
-      url: server.url, database, now: () => t0 + 100n, searchIndex: "always",
-      interpose: (sql) =>
-        scans.interpose({
-          ...sql,
-          async command(text, commandSignal) {
-            if (!raced && text.includes("search_postings") && text.includes("DELETE")) {
-              raced = true;
-              await backend!.store.write([at("racing")], signal);
-            }
-            return sql.command(text, commandSignal);
-          },
-        }),
+    const { backend, raced } = await openRacingDelete(database, "search_postings", "before", async (b) => {
+      await b.store.write([at("racing")], signal);
     });
     try {
       await backend.store.write([at("gone")], signal);
       expect(await backend.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("gone")] }, signal)).toBe(1);
-      expect(raced).toBe(true);
-      while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      expect(raced()).toBe(true);
+      await mutationsApplied(database);
       expect(await matching(backend, "artifacts/48213/zip")).toEqual({ ids: ["racing"], indexed: true });
     } finally {
       await backend.close();
@@ -684,30 +685,15 @@ describe("ClickHouse migration 005 (the search index)", () => {
   });
   it("keeps a term in the index that a write racing a Delete shares with the deleted request", async () => {
     const database = `reqlog_search_delete_race_${process.pid}`;
-    let raced = false;
-    let backend: Opened | undefined;
-    backend = await openClickHouseBackend({
-      url: server.url, database, now: () => t0 + 100n, searchIndex: "always",
-      interpose: (sql) =>
-        scans.interpose({
-          ...sql,
-          async command(query, signal) {
-            // Written after the Delete found the referrer unused, before it takes it out of the dictionary.
-            if (!raced && query.includes("search_terms") && query.includes("DELETE")) {
-              raced = true;
-              await write(backend!, "racing", "/api/v1/repos/bob/app/actions/artifacts/77/zip", { referrer: "https://qvxz.example/" });
-            }
-            return sql.command(query, signal);
-          },
-        }),
-    });
+    // Written after the Delete found the referrer unused, before it takes it out of the dictionary.
+    const { backend, raced } = await openRacingDelete(database, "search_terms", "before", (b) =>
+      write(b, "racing", "/api/v1/repos/bob/app/actions/artifacts/77/zip", { referrer: "https://qvxz.example/" }),
+    );
     try {
       await write(backend, "secret", "/api/v1/repos/bob/app/actions/artifacts/48213/zip", { referrer: "https://qvxz.example/" });
       expect(await backend.store.delete({ appId: "forge", dryRun: false, requestIds: [rid("secret")] }, signal)).toBe(1);
-      expect(raced).toBe(true);
-      while ((await query<{ n: string }>(database, `SELECT count() AS n FROM system.mutations WHERE database = '${database}' AND is_done = 0`))[0]!.n !== "0") {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      expect(raced()).toBe(true);
+      await mutationsApplied(database);
       expect(await matching(backend, "qvxz\\.example")).toEqual({ ids: ["racing"], indexed: true });
     } finally {
       await backend.close();
