@@ -1,5 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { UserAppLogGroupSchema } from "../../gen/reqlog/v1/log_service_pb.js";
 import { runCli, startChildServer } from "../../bench/harness/child-server.js";
 import { startClickHouseCluster } from "../helpers/clickhouse-cluster.js";
@@ -7,6 +7,10 @@ import { startClickHouse } from "../helpers/clickhouse-server.js";
 import { minimalLog, rid, t0 } from "../helpers/fixtures.js";
 import { Code } from "../../src/reqlog-error.js";
 import { callError, createTestClient } from "../helpers/test-client.js";
+
+// Starting the two-shard cluster (ZooKeeper and two servers; on a fresh machine, ZooKeeper installed first)
+// takes more than the default 30 s of a hook on a loaded machine, as the cluster contract's does.
+vi.setConfig({ hookTimeout: 600_000 });
 
 /** A ClickHouse to serve on: its URL, the flags that name its cluster if any, and how to stop it. */
 interface Target {
