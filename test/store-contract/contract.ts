@@ -475,8 +475,9 @@ function watch(h: Harness, lines: boolean, until = signal) {
     finished(requests) {
       for (const r of requests) {
         finished.push({ id: idOf(r.log), status: r.log.status, route: r.facts.route, maxLevel: r.maxLevel });
-        // Told after the commit: the request reads back finished at once.
-        visible.push(h.store.getRequests(r.log.appId, [r.log.requestId], signal).then((found) => found[0]?.finished === true));
+        // Told after the commit: the request reads back finished at once. (A read that fails counts as not
+        // visible: a test that never asks must not leave its rejection unhandled.)
+        visible.push(h.store.getRequests(r.log.appId, [r.log.requestId], signal).then((found) => found[0]?.finished === true, () => false));
       }
     },
     ...(lines ? { lines: (stored: readonly NewLines[]) => void newLines.push(...stored.flatMap((s) => s.lines.map((l) => `${s.request.versionId}:${l.message}`))) } : {}),
