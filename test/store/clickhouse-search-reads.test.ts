@@ -32,6 +32,24 @@ interface Logged {
   read_bytes: string;
 }
 
+/**
+ * What `work` returns, and the statements ClickHouse logged as it ran that name the app `app` (and pass
+ * `also`, SQL over system.query_log). It starts a second after whatever ran before: the log's times are in
+ * seconds.
+ */
+async function loggedWhile<T>(app: string, work: () => Promise<T>, also = "1") {
+  await new Promise((r) => setTimeout(r, 1100));
+  const [{ since }] = await queryRows<{ since: string }>(server, "SELECT toString(now()) AS since");
+  const result = await work();
+  await server.client.command({ query: "SYSTEM FLUSH LOGS" });
+  const statements = await queryRows<Logged>(
+    server,
+    `SELECT query, read_rows, read_bytes FROM system.query_log
+     WHERE type = 2 AND event_time >= toDateTime('${since}') AND query LIKE '%\\'${app}\\'%' AND query NOT LIKE '%query_log%' AND ${also}`,
+  );
+  return { result, statements };
+}
+
 describe("a selective regex Read on ClickHouse", () => {
   it("reads its candidates' rows, not the columns of every request near them", async () => {
     const database = `reqlog_search_reads_${process.pid}`;
@@ -78,15 +96,7 @@ describe("a selective regex Read on ClickHouse", () => {
           signal,
         );
       await read(); // (its first statements warm the caches)
-      await new Promise((r) => setTimeout(r, 1100));
-      const [{ since }] = await queryRows<{ since: string }>(server, "SELECT toString(now()) AS since");
-      const page = await read();
-      await server.client.command({ query: "SYSTEM FLUSH LOGS" });
-      const statements = await queryRows<Logged>(
-        server,
-        `SELECT query, read_rows, read_bytes FROM system.query_log
-         WHERE type = 2 AND event_time >= toDateTime('${since}') AND query LIKE '%\\'${app}\\'%' AND query NOT LIKE '%query_log%'`,
-      );
+      const { result: page, statements } = await loggedWhile(app, read);
 
       expect(page.records.map((r) => decoder.decode(r.log.requestId))).toEqual(["r019000", "r003000"]);
       // No statement merges versions (FINAL) to find four candidates.
@@ -255,15 +265,10 @@ describe("a regex Read on ClickHouse that the index cannot narrow", () => {
 
         /** A Read of the first `count` matches, and the bytes its statements that match lines read. */
         const read = async (count: number) => {
-          await new Promise((r) => setTimeout(r, 1100));
-          const [{ since }] = await queryRows<{ since: string }>(server, "SELECT toString(now()) AS since");
-          const page = await backend.store.read({ ...regexReadPlan(String.raw`" 5\d\d \d+ "`), count, startTime: t0 }, signal);
-          await server.client.command({ query: "SYSTEM FLUSH LOGS" });
-          const statements = await queryRows<Logged>(
-            server,
-            `SELECT query, read_rows, read_bytes FROM system.query_log
-             WHERE type = 2 AND event_time >= toDateTime('${since}') AND query LIKE '%match(%'
-               AND query LIKE '%\\'forge\\'%' AND query NOT LIKE '%query_log%'`,
+          const { result: page, statements } = await loggedWhile(
+            "forge",
+            () => backend.store.read({ ...regexReadPlan(String.raw`" 5\d\d \d+ "`), count, startTime: t0 }, signal),
+            "query LIKE '%match(%'",
           );
           expect(statements.length).toBeGreaterThan(0);
           return { page, bytes: statements.reduce((sum, s) => sum + Number(s.read_bytes), 0) };

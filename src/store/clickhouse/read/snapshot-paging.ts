@@ -289,7 +289,8 @@ export function createSnapshotPaging(
      * read five windows to fill its page, where two do.
      */
     const grow = (width: bigint, span: StoredSpan | undefined, from: bigint) => {
-      const spread = patterns ? span?.spread : undefined;
+      // (Only a pattern's scan reads each hour's records: storedSpan's withHours.)
+      const spread = span?.spread;
       if (spread) {
         // By the hours' records (or the rows examined, where records lie
         // closer than the hours tell: in progress, at the time of their last
@@ -328,7 +329,7 @@ export function createSnapshotPaging(
       const wide = BigInt(Math.ceil(10 * wanted * perRows));
       return wide > firstWindowUs ? wide : firstWindowUs;
     };
-    const restart = (span: StoredSpan) => (patterns && span.spread ? firstFor(span) : firstWindowUs);
+    const restart = (span: StoredSpan) => (span.spread ? firstFor(span) : firstWindowUs);
     const first = known ? firstFor(known) : firstWindowUs;
     for await (const { window, last, requests } of scanWindows(plan, from, signal, first, grow, restart, patterns, known)) {
       const where = [...scope, ...window];
